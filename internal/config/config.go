@@ -1,0 +1,271 @@
+// Package config loads and validates hookgate's YAML configuration, the one place
+// where defaults and their meaning are written down.
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultPath is the config file read when neither --config nor HOOKGATE_CONFIG names one.
+const DefaultPath = "hookgate.yaml"
+
+// Config is the whole configuration file. Secrets never appear in it: providers
+// and routes name the environment variables that hold them.
+type Config struct {
+	Ingest    Ingest     `yaml:"ingest"`
+	Worker    Worker     `yaml:"worker"`
+	Retention Retention  `yaml:"retention"`
+	Providers []Provider `yaml:"providers"`
+	Routes    []Route    `yaml:"routes"`
+}
+
+// Ingest configures the webhook endpoint.
+type Ingest struct {
+	// Listen is the address the endpoint serves on. Default ":8080".
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes is the largest request body accepted; larger bodies get 413.
+	// Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ClaimTimeout bounds the claim transaction, so that a provider hears 503
+	// within a few seconds when Postgres hangs instead of timing out itself.
+	// Default 5s.
+	ClaimTimeout Duration `yaml:"claim_timeout"`
+}
+
+// Worker configures the process that performs side effects.
+type Worker struct {
+	// Listen serves /healthz, /readyz, /metrics and the River UI. Default ":9091".
+	Listen string `yaml:"listen"`
+	// Concurrency is how many deliveries one worker attempts at once. Default 100.
+	Concurrency int `yaml:"concurrency"`
+	// RescueAfter is how long a job may stay running before it is taken for
+	// crashed and made retryable. It must exceed every route's timeout, or a
+	// slow but live attempt would overlap with its rescued copy. Default 10m.
+	RescueAfter Duration `yaml:"rescue_after"`
+	// ShutdownTimeout is how long SIGTERM waits for in-flight attempts before
+	// cancelling them; a cancelled attempt returns its job to the queue.
+	// Default 30s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// ReconcileInterval is how often the reconciler looks for deliveries left
+	// processing without a live job. Default 1m.
+	ReconcileInterval Duration `yaml:"reconcile_interval"`
+}
+
+// Retention says how long terminal claims and their payloads are kept.
+type Retention struct {
+	// Claims: terminal claims older than this are deleted with their
+	// deliveries; a redelivery after that is treated as new. Default 2160h (90 days).
+	Claims Duration `yaml:"claims"`
+	// Payloads: raw bodies of terminal claims are cleared after this. Default 168h (7 days).
+	Payloads Duration `yaml:"payloads"`
+}
+
+// Scheme names accepted in Provider.Scheme.
+const (
+	SchemeStripe           = "stripe"
+	SchemeGitHub           = "github"
+	SchemeShopify          = "shopify"
+	SchemeStandardWebhooks = "standard-webhooks"
+	SchemeHMAC             = "hmac"
+)
+
+// Values of Provider.OnFailedRedelivery.
+const (
+	RedeliveryReopen = "reopen"
+	RedeliveryAck    = "ack"
+)
+
+// Provider is one webhook sender, served at POST /webhooks/{Name}.
+type Provider struct {
+	// Name is the URL path segment and the first half of every delivery key.
+	Name string `yaml:"name"`
+	// Scheme is the signature scheme: stripe, github, shopify, standard-webhooks or hmac.
+	Scheme string `yaml:"scheme"`
+	// SecretsEnv names environment variables holding signing secrets; a
+	// request signed with any one of them is accepted, which is how secrets rotate.
+	SecretsEnv []string `yaml:"secrets_env"`
+	// Tolerance is how far a signed timestamp may be from now, in either
+	// direction, for schemes that sign one. Default 5m.
+	Tolerance Duration `yaml:"tolerance"`
+	// OnFailedRedelivery is what a redelivery of a failed event does: reopen
+	// (run the failed deliveries again) or ack (answer duplicate). Default reopen.
+	OnFailedRedelivery string `yaml:"on_failed_redelivery"`
+
+	// The fields below apply to the generic hmac scheme only.
+
+	// Header holds the signature.
+	Header string `yaml:"header"`
+	// Prefix is stripped from the header value before decoding, e.g. "sha256=".
+	Prefix string `yaml:"prefix"`
+	// Encoding of the signature: hex or base64.
+	Encoding string `yaml:"encoding"`
+	// IDFrom is where the event id comes from: "header:NAME" or "json:dotted.path".
+	IDFrom string `yaml:"id_from"`
+	// TypeFrom is where the event type comes from, same syntax; optional.
+	TypeFrom string `yaml:"type_from"`
+	// TimestampHeader, when set, names a header with a unix timestamp that is
+	// signed as timestamp + "." + body and checked against Tolerance.
+	TimestampHeader string `yaml:"timestamp_header"`
+}
+
+// Route sends the events of one provider that match Events to one URL. Each
+// matching event becomes one delivery with its own job, attempts and key.
+type Route struct {
+	// Name is the route's identity: it is part of the downstream
+	// Idempotency-Key, so renaming a route with deliveries in flight changes their key.
+	Name string `yaml:"name"`
+	// Provider is the Name of the provider whose events this route takes.
+	Provider string `yaml:"provider"`
+	// Events are exact event types or globs ("invoice.*"); "*" alone matches
+	// every type. A glob's * does not cross "/" (Shopify topics: "orders/*").
+	Events []string `yaml:"events"`
+	// URL receives a POST per attempt; absolute http or https.
+	URL string `yaml:"url"`
+	// Timeout bounds one attempt. Default 10s.
+	Timeout Duration `yaml:"timeout"`
+	// MaxAttempts is how many attempts a delivery gets before it fails. Default 10.
+	MaxAttempts int `yaml:"max_attempts"`
+	// Backoff shapes the delay between attempts.
+	Backoff Backoff `yaml:"backoff"`
+	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
+	// secret (whsec_...) used to sign what is forwarded.
+	SigningSecretEnv string `yaml:"signing_secret_env"`
+}
+
+// Backoff is an exponential backoff with jitter between Initial and Max.
+type Backoff struct {
+	// Initial is the first delay. Default 1s.
+	Initial Duration `yaml:"initial"`
+	// Max caps every delay, including one asked for by Retry-After. Default 1h.
+	Max Duration `yaml:"max"`
+}
+
+// Duration is a time.Duration written in YAML as Go duration text ("10s", "2160h").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML parses Go duration text.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as 10s or 5m", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (use e.g. 10s, 5m, 2160h)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as Go duration text.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Path returns the config file to read: the --config flag, else
+// HOOKGATE_CONFIG, else DefaultPath.
+func Path(flag string, getenv func(string) string) string {
+	return cmp.Or(flag, getenv("HOOKGATE_CONFIG"), DefaultPath)
+}
+
+// Load reads, decodes, defaults and validates the file at path. It does not
+// read secrets; see ResolveSecrets.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("config file %s does not exist (set --config or HOOKGATE_CONFIG)", path)
+		}
+		return nil, fmt.Errorf("reading config file %s: %w", path, err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML strictly (an unknown key is an error), applies defaults
+// and validates.
+func Parse(b []byte) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("is empty")
+		}
+		return nil, cleanYAMLError(err)
+	}
+	c.setDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) setDefaults() {
+	c.Ingest.Listen = cmp.Or(c.Ingest.Listen, ":8080")
+	c.Ingest.MaxBodyBytes = cmp.Or(c.Ingest.MaxBodyBytes, 1<<20)
+	c.Ingest.ClaimTimeout = cmp.Or(c.Ingest.ClaimTimeout, Duration(5*time.Second))
+	c.Worker.Listen = cmp.Or(c.Worker.Listen, ":9091")
+	c.Worker.Concurrency = cmp.Or(c.Worker.Concurrency, 100)
+	c.Worker.RescueAfter = cmp.Or(c.Worker.RescueAfter, Duration(10*time.Minute))
+	c.Worker.ShutdownTimeout = cmp.Or(c.Worker.ShutdownTimeout, Duration(30*time.Second))
+	c.Worker.ReconcileInterval = cmp.Or(c.Worker.ReconcileInterval, Duration(time.Minute))
+	c.Retention.Claims = cmp.Or(c.Retention.Claims, Duration(90*24*time.Hour))
+	c.Retention.Payloads = cmp.Or(c.Retention.Payloads, Duration(7*24*time.Hour))
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		p.Tolerance = cmp.Or(p.Tolerance, Duration(5*time.Minute))
+		p.OnFailedRedelivery = cmp.Or(p.OnFailedRedelivery, RedeliveryReopen)
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		r.Timeout = cmp.Or(r.Timeout, Duration(10*time.Second))
+		r.MaxAttempts = cmp.Or(r.MaxAttempts, 10)
+		r.Backoff.Initial = cmp.Or(r.Backoff.Initial, Duration(time.Second))
+		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
+	}
+}
+
+// Provider returns the provider named name.
+func (c *Config) Provider(name string) (Provider, bool) {
+	for _, p := range c.Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// Route returns the route named name.
+func (c *Config) Route(name string) (Route, bool) {
+	for _, r := range c.Routes {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// MatchingRoutes returns the routes of provider whose event patterns match
+// eventType, in file order: the deliveries one event fans out to.
+func (c *Config) MatchingRoutes(provider, eventType string) []Route {
+	var out []Route
+	for _, r := range c.Routes {
+		if r.Provider == provider && r.Matches(eventType) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,43 @@
+package config
+
+import "fmt"
+
+// Secrets holds the values of the environment variables the config names.
+// It is built only by the commands that verify or sign, so that migrate needs
+// nothing but DATABASE_URL. Its values are never logged or printed.
+type Secrets struct {
+	// Provider maps a provider name to its secrets, in the order of secrets_env.
+	Provider map[string][][]byte
+	// Route maps a route name to its signing secret, for routes that have one.
+	Route map[string][]byte
+}
+
+// ResolveSecrets reads every variable named by secrets_env and
+// signing_secret_env through getenv. A variable that is unset or empty is an
+// error naming the key and the variable, never a value.
+func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
+	s := Secrets{Provider: map[string][][]byte{}, Route: map[string][]byte{}}
+	var v validator
+	for i, p := range c.Providers {
+		for j, name := range p.SecretsEnv {
+			val := getenv(name)
+			if val == "" {
+				v.add(fmt.Sprintf("providers[%d].secrets_env[%d]", i, j), "environment variable %s is not set or empty", name)
+				continue
+			}
+			s.Provider[p.Name] = append(s.Provider[p.Name], []byte(val))
+		}
+	}
+	for i, r := range c.Routes {
+		if r.SigningSecretEnv == "" {
+			continue
+		}
+		val := getenv(r.SigningSecretEnv)
+		if val == "" {
+			v.add(fmt.Sprintf("routes[%d].signing_secret_env", i), "environment variable %s is not set or empty", r.SigningSecretEnv)
+			continue
+		}
+		s.Route[r.Name] = []byte(val)
+	}
+	return s, v.err()
+}

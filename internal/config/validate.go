@@ -1,0 +1,247 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// nameRE is what provider and route names may be: they appear in URLs, metric
+// labels and downstream keys.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// envRE is a portable environment variable name.
+var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var schemes = []string{SchemeStripe, SchemeGitHub, SchemeShopify, SchemeStandardWebhooks, SchemeHMAC}
+
+// Validate checks the whole configuration and reports every problem found,
+// one per line, each naming the key path.
+func (c *Config) Validate() error {
+	var v validator
+	if c.Ingest.MaxBodyBytes < 1 {
+		v.add("ingest.max_body_bytes", "must be at least 1, got %d", c.Ingest.MaxBodyBytes)
+	}
+	v.positive("ingest.claim_timeout", c.Ingest.ClaimTimeout)
+	if c.Worker.Concurrency < 1 {
+		v.add("worker.concurrency", "must be at least 1, got %d", c.Worker.Concurrency)
+	}
+	v.positive("worker.rescue_after", c.Worker.RescueAfter)
+	v.positive("worker.shutdown_timeout", c.Worker.ShutdownTimeout)
+	v.positive("worker.reconcile_interval", c.Worker.ReconcileInterval)
+	v.positive("retention.claims", c.Retention.Claims)
+	v.positive("retention.payloads", c.Retention.Payloads)
+
+	if len(c.Providers) == 0 {
+		v.add("providers", "at least one provider is required")
+	}
+	providers := map[string]bool{}
+	for i, p := range c.Providers {
+		key := fmt.Sprintf("providers[%d]", i)
+		switch {
+		case p.Name == "":
+			v.add(key+".name", "is required")
+		case !nameRE.MatchString(p.Name):
+			v.add(key+".name", "%q must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit", p.Name)
+		case providers[p.Name]:
+			v.add(key+".name", "%q is used by another provider", p.Name)
+		}
+		providers[p.Name] = true
+		v.provider(key, p)
+	}
+
+	routes := map[string]bool{}
+	for i, r := range c.Routes {
+		key := fmt.Sprintf("routes[%d]", i)
+		switch {
+		case r.Name == "":
+			v.add(key+".name", "is required")
+		case !nameRE.MatchString(r.Name):
+			v.add(key+".name", "%q must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit", r.Name)
+		case routes[r.Name]:
+			v.add(key+".name", "%q is used by another route", r.Name)
+		}
+		routes[r.Name] = true
+		switch {
+		case r.Provider == "":
+			v.add(key+".provider", "is required")
+		case !providers[r.Provider]:
+			v.add(key+".provider", "%q is not a configured provider", r.Provider)
+		}
+		if len(r.Events) == 0 {
+			v.add(key+".events", "at least one event type or pattern is required")
+		}
+		for j, e := range r.Events {
+			if err := validPattern(e); err != nil {
+				v.add(fmt.Sprintf("%s.events[%d]", key, j), "%q %v", e, err)
+			}
+		}
+		v.url(key+".url", r.URL)
+		v.positive(key+".timeout", r.Timeout)
+		if r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout >= c.Worker.RescueAfter {
+			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s), or a live attempt would be rescued while it runs",
+				r.Timeout.D(), c.Worker.RescueAfter.D())
+		}
+		if r.MaxAttempts < 1 {
+			v.add(key+".max_attempts", "must be at least 1, got %d", r.MaxAttempts)
+		}
+		v.positive(key+".backoff.initial", r.Backoff.Initial)
+		v.positive(key+".backoff.max", r.Backoff.Max)
+		if r.Backoff.Initial > r.Backoff.Max {
+			v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
+		}
+		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
+			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
+		}
+	}
+	return v.err()
+}
+
+func (v *validator) provider(key string, p Provider) {
+	known := false
+	for _, s := range schemes {
+		known = known || p.Scheme == s
+	}
+	switch {
+	case p.Scheme == "":
+		v.add(key+".scheme", "is required (one of %s)", strings.Join(schemes, ", "))
+	case !known:
+		v.add(key+".scheme", "%q is not a known scheme (one of %s)", p.Scheme, strings.Join(schemes, ", "))
+	}
+	if len(p.SecretsEnv) == 0 {
+		v.add(key+".secrets_env", "at least one environment variable name is required")
+	}
+	for j, name := range p.SecretsEnv {
+		if !envRE.MatchString(name) {
+			v.add(fmt.Sprintf("%s.secrets_env[%d]", key, j), "%q is not an environment variable name", name)
+		}
+	}
+	v.positive(key+".tolerance", p.Tolerance)
+	if p.OnFailedRedelivery != RedeliveryReopen && p.OnFailedRedelivery != RedeliveryAck {
+		v.add(key+".on_failed_redelivery", "%q must be reopen or ack", p.OnFailedRedelivery)
+	}
+
+	hmacOnly := map[string]string{
+		"header": p.Header, "prefix": p.Prefix, "encoding": p.Encoding,
+		"id_from": p.IDFrom, "type_from": p.TypeFrom, "timestamp_header": p.TimestampHeader,
+	}
+	if p.Scheme != SchemeHMAC {
+		for _, k := range []string{"header", "prefix", "encoding", "id_from", "type_from", "timestamp_header"} {
+			if hmacOnly[k] != "" && known {
+				v.add(key+"."+k, "applies only to scheme hmac, not %s", p.Scheme)
+			}
+		}
+		return
+	}
+	if p.Header == "" {
+		v.add(key+".header", "is required for scheme hmac")
+	}
+	if p.Encoding != "hex" && p.Encoding != "base64" {
+		v.add(key+".encoding", "%q must be hex or base64 for scheme hmac", p.Encoding)
+	}
+	if p.IDFrom == "" {
+		v.add(key+".id_from", "is required for scheme hmac (header:NAME or json:dotted.path)")
+	} else if err := validSource(p.IDFrom); err != nil {
+		v.add(key+".id_from", "%q %v", p.IDFrom, err)
+	}
+	if p.TypeFrom != "" {
+		if err := validSource(p.TypeFrom); err != nil {
+			v.add(key+".type_from", "%q %v", p.TypeFrom, err)
+		}
+	}
+}
+
+func validSource(s string) error {
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok || (kind != "header" && kind != "json") || arg == "" || strings.ContainsAny(arg, " \t") {
+		return errors.New("must be header:NAME or json:dotted.path")
+	}
+	return nil
+}
+
+func validPattern(p string) error {
+	if p == "" {
+		return errors.New("is empty")
+	}
+	for _, r := range p {
+		if r <= ' ' || r > '~' {
+			return errors.New("must be printable ASCII without spaces")
+		}
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return errors.New("is not a valid glob")
+	}
+	return nil
+}
+
+// Matches reports whether eventType is one of the route's event types or
+// matches one of its globs.
+func (r Route) Matches(eventType string) bool {
+	for _, p := range r.Events {
+		if p == "*" || p == eventType {
+			return true
+		}
+		if ok, _ := path.Match(p, eventType); ok {
+			return true
+		}
+	}
+	return false
+}
+
+type validator struct{ problems []string }
+
+func (v *validator) add(key, format string, args ...any) {
+	v.problems = append(v.problems, key+": "+fmt.Sprintf(format, args...))
+}
+
+func (v *validator) positive(key string, d Duration) {
+	if d <= 0 {
+		v.add(key, "must be a positive duration, got %s", time.Duration(d))
+	}
+}
+
+func (v *validator) url(key, raw string) {
+	if raw == "" {
+		v.add(key, "is required")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(key, "%q must be an absolute http or https URL", raw)
+		return
+	}
+	if u.User != nil {
+		v.add(key, "must not carry credentials; use signing_secret_env to authenticate forwarded events")
+	}
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(v.problems, "\n"))
+}
+
+// cleanYAMLError turns the decoder's messages into ones that name the key.
+func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, 0, len(te.Errors))
+		for _, m := range te.Errors {
+			// "line 5: field bogus not found in type config.Provider"
+			if i := strings.Index(m, "field "); i >= 0 && strings.Contains(m, " not found in type config.") {
+				field, typ, _ := strings.Cut(m[i+len("field "):], " not found in type config.")
+				m = fmt.Sprintf("%sunknown key %q (in %s)", m[:i], field, strings.ToLower(typ))
+			}
+			msgs = append(msgs, m)
+		}
+		return errors.New(strings.Join(msgs, "\n"))
+	}
+	return err
+}

@@ -1,0 +1,170 @@
+// Package pgcluster starts and stops throwaway PostgreSQL clusters with the
+// binaries installed on the machine. Local runs use one when DATABASE_URL is
+// unset, tests use one when no server is reachable, and outage tests use one
+// of their own so they can stop it without touching a shared server.
+package pgcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Cluster is one running (or stopped) throwaway cluster.
+type Cluster struct {
+	// Dir is the data directory; it also holds the socket and the server log.
+	Dir string
+	// Port is the TCP port on 127.0.0.1.
+	Port int
+
+	bin   string // directory of initdb and pg_ctl
+	runAs string // user to run the server as when we are root; "" otherwise
+}
+
+// URL returns a connection URL for database name as the postgres superuser.
+func (c *Cluster) URL(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
+}
+
+// Start initializes dir if it holds no cluster yet, then starts a server on
+// port (0 picks a free one) and waits until it accepts connections. As root
+// it runs initdb and the server as the postgres user, since both refuse root.
+func Start(ctx context.Context, dir string, port int) (*Cluster, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, bin: bin}
+	if os.Geteuid() == 0 {
+		c.runAs = "postgres"
+		if _, err := user.Lookup(c.runAs); err != nil {
+			return nil, errors.New("running as root and there is no postgres user to run the server as; run as an ordinary user or create one")
+		}
+	}
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	c.Port = port
+
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		if err := c.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.Dir, err)
+	}
+	if c.runAs != "" {
+		if err := exec.CommandContext(ctx, "chown", c.runAs+":", c.Dir).Run(); err != nil {
+			return fmt.Errorf("handing %s to %s: %w", c.Dir, c.runAs, err)
+		}
+	}
+	if err := c.run(ctx, filepath.Join(c.bin, "initdb"), "-D", c.Dir, "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		return fmt.Errorf("initdb in %s: %w", c.Dir, err)
+	}
+	return nil
+}
+
+// Restart starts the server again after Stop or Kill, on the same port.
+func (c *Cluster) Restart(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+		c.Port, c.Dir)
+	if err := c.run(ctx, filepath.Join(c.bin, "pg_ctl"), "-D", c.Dir, "-l", filepath.Join(c.Dir, "server.log"),
+		"-o", opts, "-w", "-t", "60", "start"); err != nil {
+		return fmt.Errorf("starting postgres in %s (log: %s): %w", c.Dir, filepath.Join(c.Dir, "server.log"), err)
+	}
+	return nil
+}
+
+// Stop shuts the server down, disconnecting clients (pg_ctl -m fast).
+func (c *Cluster) Stop(ctx context.Context) error { return c.stop(ctx, "fast") }
+
+// Kill stops the server without a clean shutdown (pg_ctl -m immediate), as a
+// crash would.
+func (c *Cluster) Kill(ctx context.Context) error { return c.stop(ctx, "immediate") }
+
+func (c *Cluster) stop(ctx context.Context, mode string) error {
+	if err := c.run(ctx, filepath.Join(c.bin, "pg_ctl"), "-D", c.Dir, "-m", mode, "-w", "stop"); err != nil {
+		return fmt.Errorf("stopping postgres in %s: %w", c.Dir, err)
+	}
+	return nil
+}
+
+// Remove stops the server if it runs and deletes its directory.
+func (c *Cluster) Remove(ctx context.Context) error {
+	_ = c.stop(ctx, "immediate")
+	return os.RemoveAll(c.Dir)
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	if c.runAs != "" {
+		args = append([]string{"-u", c.runAs, "--", name}, args...)
+		name = "runuser"
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The server must outlive a Ctrl-C aimed at our process group until we
+	// stop it ourselves, in order.
+	cmd.SysProcAttr = detached()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// binDir finds the newest installed PostgreSQL's binaries.
+func binDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return version(matches[i]) > version(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("no PostgreSQL server binaries found (initdb); install them, e.g. apt-get install postgresql")
+}
+
+func version(initdb string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
