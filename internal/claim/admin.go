@@ -1,0 +1,127 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Claim is one row of webhook_event_claims, without its payload.
+type Claim struct {
+	Provider     string     `json:"provider"`
+	EventID      string     `json:"event_id"`
+	EventType    string     `json:"event_type"`
+	ObjectID     string     `json:"object_id,omitempty"`
+	Status       Status     `json:"status"`
+	AttemptCount int        `json:"attempt_count"`
+	LastError    string     `json:"last_error,omitempty"`
+	FirstSeenAt  time.Time  `json:"first_seen_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+}
+
+// Filter narrows List. Zero values match everything.
+type Filter struct {
+	Status   Status
+	Provider string
+	// Limit caps the rows returned; 0 means 50.
+	Limit int
+}
+
+const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
+    coalesce(last_error, ''), first_seen_at, updated_at, completed_at`
+
+func scanClaim(row pgx.Row) (Claim, error) {
+	var c Claim
+	err := row.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
+		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt)
+	return c, err
+}
+
+// List returns claims newest first.
+func (s *Store) List(ctx context.Context, f Filter) ([]Claim, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
+WHERE ($1 = '' OR status = $1) AND ($2 = '' OR provider = $2)
+ORDER BY first_seen_at DESC, provider, event_id
+LIMIT $3`, string(f.Status), f.Provider, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing claims: %w", err)
+	}
+	claims, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claim, error) { return scanClaim(r) })
+	if err != nil {
+		return nil, fmt.Errorf("listing claims: %w", err)
+	}
+	return claims, nil
+}
+
+// Get returns one claim and its deliveries (without payload).
+func (s *Store) Get(ctx context.Context, provider, eventID string) (Claim, []Delivery, error) {
+	c, err := scanClaim(s.pool.QueryRow(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
+WHERE provider = $1 AND event_id = $2`, provider, eventID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Claim{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
+	}
+	if err != nil {
+		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT route, status, attempt_count, coalesce(last_error, ''), updated_at, completed_at
+FROM webhook_deliveries WHERE provider = $1 AND event_id = $2 ORDER BY route`, provider, eventID)
+	if err != nil {
+		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+	}
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
+		d := Delivery{Provider: provider, EventID: eventID, EventType: c.EventType}
+		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt)
+		return d, err
+	})
+	if err != nil {
+		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+	}
+	return c, ds, nil
+}
+
+// FailedKeys returns the keys of failed claims, oldest first, optionally of
+// one provider, for `claims retry --status failed`.
+func (s *Store) FailedKeys(ctx context.Context, provider string, limit int) ([][2]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT provider, event_id FROM webhook_event_claims
+WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT $2`, provider, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var k [2]string
+		err := r.Scan(&k[0], &k[1])
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	return keys, nil
+}
+
+// Backlog describes the claims still processing, for metrics.
+type Backlog struct {
+	Processing int
+	// OldestAge is the age of the oldest processing claim; 0 when none.
+	OldestAge time.Duration
+}
+
+// Backlog counts processing claims and the age of the oldest one, using the
+// partial index on processing claims.
+func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	var age float64
+	err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(first_seen_at)), 0)
+FROM webhook_event_claims WHERE status = 'processing'`).Scan(&b.Processing, &age)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("measuring backlog: %w", err)
+	}
+	b.OldestAge = time.Duration(age * float64(time.Second))
+	return b, nil
+}

@@ -1,0 +1,98 @@
+// Package claim owns the claim and delivery tables: who won an event, which
+// deliveries it fans out to, and how their outcomes roll up. All of their SQL
+// lives here, so the rules of the contract are written down once.
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Status is the state of a claim or a delivery.
+type Status string
+
+// Statuses, per the contract. Deliveries are never Ignored.
+const (
+	Processing Status = "processing"
+	Completed  Status = "completed"
+	Failed     Status = "failed"
+	Ignored    Status = "ignored"
+)
+
+// Terminal reports whether no further work is planned for s.
+func (s Status) Terminal() bool { return s == Completed || s == Failed || s == Ignored }
+
+// ErrNotFound is returned when a claim or delivery does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when an operation does not apply to a claim's
+// current status (e.g. retrying a completed claim without force).
+var ErrConflict = errors.New("conflict")
+
+// DeliveryArgs is the River job for one delivery. It references the delivery
+// rather than carrying the payload, so a job row stays small and the payload
+// is stored once, on the claim.
+type DeliveryArgs struct {
+	Provider string `json:"provider"`
+	EventID  string `json:"event_id"`
+	Route    string `json:"route"`
+}
+
+// DeliveryKind is the River job kind of DeliveryArgs.
+const DeliveryKind = "hookgate.delivery"
+
+// Kind implements river.JobArgs.
+func (DeliveryArgs) Kind() string { return DeliveryKind }
+
+// Inserter is the part of a River client the store needs: insert jobs in the
+// caller's transaction, so they commit or vanish with the rows that need them.
+type Inserter interface {
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+// Store reads and writes claims and deliveries.
+type Store struct {
+	pool  *pgxpool.Pool
+	jobs  Inserter
+	limit func(route string) int
+}
+
+// NewStore returns a store over pool that enqueues with jobs. maxAttempts
+// gives a route's max_attempts for the jobs it enqueues; for a route that no
+// longer exists it may return 0, and the job gets River's default (the
+// worker then fails the delivery with the reason on its first attempt).
+func NewStore(pool *pgxpool.Pool, jobs Inserter, maxAttempts func(route string) int) *Store {
+	return &Store{pool: pool, jobs: jobs, limit: maxAttempts}
+}
+
+// Pool returns the store's pool, for callers that join its transactions.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// enqueue inserts one delivery job per route in tx.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string, routes []string) error {
+	if len(routes) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(routes))
+	for i, r := range routes {
+		params[i] = river.InsertManyParams{
+			Args:       DeliveryArgs{Provider: provider, EventID: eventID, Route: r},
+			InsertOpts: &river.InsertOpts{MaxAttempts: s.limit(r)},
+		}
+	}
+	if _, err := s.jobs.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction and commits it when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}

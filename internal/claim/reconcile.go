@@ -1,0 +1,110 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// liveJobSQL is true when a delivery has a job River will still run. It
+// finds the job through River's GIN index on args.
+const liveJobSQL = `EXISTS (
+    SELECT 1 FROM river_job j
+    WHERE j.kind = '` + DeliveryKind + `'
+      AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
+      AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
+
+// ReconcileResult counts what one Reconcile pass did.
+type ReconcileResult struct {
+	Requeued int
+	Failed   int
+}
+
+// Reconcile finds deliveries still processing, untouched for at least
+// olderThan, that no live job will run (the job was deleted, discarded by
+// the rescuer after a crash on its last attempt, cancelled by an operator,
+// or completed outside a delivery's transaction), and converges them: a
+// discarded or cancelled job fails the delivery with the reason; otherwise
+// a new job is enqueued (same key downstream). Each delivery is handled in
+// its own transaction under its claim's lock, re-checked there, so a
+// concurrent reopen or retry is never doubled.
+func (s *Store) Reconcile(ctx context.Context, olderThan time.Duration, limit int) (ReconcileResult, error) {
+	var res ReconcileResult
+	rows, err := s.pool.Query(ctx, `
+SELECT d.provider, d.event_id, d.route FROM webhook_deliveries d
+WHERE d.status = 'processing' AND d.updated_at < now() - make_interval(secs => $1)
+  AND NOT `+liveJobSQL+`
+ORDER BY d.updated_at LIMIT $2`, olderThan.Seconds(), limit)
+	if err != nil {
+		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.Provider, &k.EventID, &k.Route)
+		return k, err
+	})
+	if err != nil {
+		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
+	}
+	for _, k := range keys {
+		failed, err := s.reconcileOne(ctx, k)
+		switch {
+		case errors.Is(err, ErrConflict): // settled meanwhile
+		case err != nil:
+			return res, fmt.Errorf("reconciling %s: %w", k, err)
+		case failed:
+			res.Failed++
+		default:
+			res.Requeued++
+		}
+	}
+	return res, nil
+}
+
+func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2 FOR UPDATE`,
+			k.Provider, k.EventID); err != nil {
+			return err
+		}
+		var orphan bool
+		var lastState *string
+		var lastAttempts *int
+		err := tx.QueryRow(ctx, `
+SELECT d.status = 'processing' AND NOT `+liveJobSQL+`,
+       j.state::text, j.attempt
+FROM webhook_deliveries d
+LEFT JOIN LATERAL (
+    SELECT state, attempt FROM river_job j
+    WHERE j.kind = '`+DeliveryKind+`'
+      AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
+    ORDER BY j.id DESC LIMIT 1) j ON true
+WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.EventID, k.Route).Scan(&orphan, &lastState, &lastAttempts)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !orphan) {
+			return ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		var reason string
+		switch {
+		case lastState != nil && *lastState == "discarded":
+			reason = fmt.Sprintf("delivery job was discarded after %d attempts (a worker stopped during its last attempt)", *lastAttempts)
+		case lastState != nil && *lastState == "cancelled":
+			reason = "delivery job was cancelled outside hookgate"
+		}
+		if reason != "" {
+			failed = true
+			return RecordAttempt(ctx, tx, k, AttemptResult{Status: Failed, Error: "reconciler: " + reason})
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now()
+WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route); err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, k.Provider, k.EventID, []string{k.Route})
+	})
+	return failed, err
+}
