@@ -212,8 +212,13 @@ func (v *validator) url(key, raw string) {
 		return
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.add(key, "%q must be an absolute http or https URL", raw)
+	if err != nil {
+		v.add(key, "is not a valid URL")
+		return
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		// Redacted: a password in the URL must not reach a log.
+		v.add(key, "%q must be an absolute http or https URL", u.Redacted())
 		return
 	}
 	if u.User != nil {
