@@ -1,0 +1,252 @@
+// Package verify checks webhook signatures on raw request bytes and normalizes the event.
+package verify
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Scheme names accepted in Config.Scheme.
+const (
+	schemeStripe           = "stripe"
+	schemeGitHub           = "github"
+	schemeShopify          = "shopify"
+	schemeStandardWebhooks = "standard-webhooks"
+	schemeHMAC             = "hmac"
+)
+
+// defaultTolerance is used when Config.Tolerance is zero. Five minutes is what
+// Stripe and the Standard Webhooks libraries use: wide enough for ordinary
+// clock skew and queueing at the sender, narrow enough to bound replays.
+const defaultTolerance = 5 * time.Minute
+
+// Config selects a scheme and holds what it needs to verify a request.
+type Config struct {
+	// Scheme is one of "stripe", "github", "shopify", "standard-webhooks" or "hmac".
+	Scheme string
+
+	// Secrets are the signing secrets; a request signed with any one of them
+	// is accepted, which is how a secret is rotated. At least one is required
+	// and none may be empty.
+	//
+	// For stripe the whsec_... string's bytes are the HMAC key as they are.
+	// For standard-webhooks each is "whsec_" followed by the base64 of the
+	// key (raw base64 without the prefix is accepted too); New decodes it.
+	// For github, shopify and hmac the bytes are the HMAC key.
+	Secrets [][]byte
+
+	// Tolerance is how far a signed timestamp may be from now, in either
+	// direction. It applies to stripe, standard-webhooks, and hmac with a
+	// TimestampHeader; other schemes sign no timestamp and ignore it.
+	// Zero means 5m; negative is an error.
+	Tolerance time.Duration
+
+	// The fields below apply to the generic "hmac" scheme only; New rejects
+	// them for any other scheme so that a misplaced setting is not silently
+	// ignored. The signature is HMAC-SHA256.
+
+	// Header names the header holding the signature. Required.
+	Header string
+	// Prefix, when set, must begin the header value and is stripped before
+	// decoding, e.g. "sha256=".
+	Prefix string
+	// Encoding of the signature: "hex" or "base64" (standard, padded). Required.
+	Encoding string
+	// IDFrom is where the event id is read: "header:NAME" or
+	// "json:dotted.path" (object keys only, no array indexes). Required.
+	IDFrom string
+	// TypeFrom is where the event type is read, with IDFrom's syntax.
+	// Optional: when empty, Event.Type is "".
+	TypeFrom string
+	// TimestampHeader, when set, names a header holding unix seconds; the
+	// signed content is then timestamp + "." + body and Tolerance applies.
+	TimestampHeader string
+}
+
+// Event is the normalized identity of a verified webhook: what the claim is
+// keyed on and what routes match against.
+type Event struct {
+	// ID is the provider's event id, always ValidID.
+	ID string
+	// Type is the provider's event type (e.g. "checkout.session.completed"),
+	// ValidID when set. Empty only for the hmac scheme without TypeFrom.
+	Type string
+	// ObjectID names the object the event is about, when the scheme has an
+	// obvious one (stripe data.object.id, standard-webhooks data.id, shopify
+	// id); empty otherwise or when the body's value is not ValidID. It is
+	// informational and never a reason to reject a request.
+	ObjectID string
+}
+
+// Verifier checks one provider's requests. Implementations are safe for
+// concurrent use: they hold only what New computed.
+type Verifier interface {
+	// Verify checks the signature over body (raw bytes, before any parsing)
+	// and returns the normalized event. The signature is checked before the
+	// body is parsed, so an unauthenticated request never yields an Event and
+	// never costs a JSON decode. Errors are *Error wrapping ErrUnauthorized
+	// or ErrInvalid.
+	Verify(body []byte, h http.Header, now time.Time) (Event, error)
+}
+
+// New returns the Verifier for c.Scheme. It fails on an unknown scheme, no
+// or empty secrets, a negative tolerance, a standard-webhooks secret that is
+// not base64, and missing, malformed or misplaced hmac settings, so that a
+// bad provider entry stops the binary at start rather than 401ing every
+// delivery. Error messages name the setting, never a secret's value.
+func New(c Config) (Verifier, error) {
+	if len(c.Secrets) == 0 {
+		return nil, errors.New("no secrets configured")
+	}
+	secrets := make([][]byte, len(c.Secrets))
+	for i, s := range c.Secrets {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("secret %d of %d is empty", i+1, len(c.Secrets))
+		}
+		// Cloned so that a caller reusing its buffers cannot change a live verifier.
+		secrets[i] = bytes.Clone(s)
+	}
+	if c.Tolerance < 0 {
+		return nil, fmt.Errorf("tolerance %s is negative", c.Tolerance)
+	}
+	tolerance := cmp.Or(c.Tolerance, defaultTolerance)
+
+	if c.Scheme != schemeHMAC {
+		if key := hmacOnlySetting(c); key != "" {
+			return nil, fmt.Errorf("%s applies only to scheme hmac, not %q", key, c.Scheme)
+		}
+	}
+
+	switch c.Scheme {
+	case schemeStripe:
+		return &stripeVerifier{secrets: secrets, tolerance: tolerance}, nil
+	case schemeGitHub:
+		return &githubVerifier{secrets: secrets}, nil
+	case schemeShopify:
+		return &shopifyVerifier{secrets: secrets}, nil
+	case schemeStandardWebhooks:
+		return newStandardWebhooksVerifier(secrets, tolerance)
+	case schemeHMAC:
+		return newHMACVerifier(c, secrets, tolerance)
+	case "":
+		return nil, errors.New("scheme is required")
+	default:
+		return nil, fmt.Errorf("unknown scheme %q (want stripe, github, shopify, standard-webhooks or hmac)", c.Scheme)
+	}
+}
+
+// hmacOnlySetting returns the config key of the first hmac-only setting that
+// is set, or "".
+func hmacOnlySetting(c Config) string {
+	for _, s := range []struct{ key, value string }{
+		{"header", c.Header},
+		{"prefix", c.Prefix},
+		{"encoding", c.Encoding},
+		{"id_from", c.IDFrom},
+		{"type_from", c.TypeFrom},
+		{"timestamp_header", c.TimestampHeader},
+	} {
+		if s.value != "" {
+			return s.key
+		}
+	}
+	return ""
+}
+
+// ValidID reports whether id is 1–255 printable ASCII characters without
+// spaces (0x21..0x7E). The id becomes part of a primary key, a downstream
+// Idempotency-Key and HTTP header values, so anything that could not travel
+// safely in all three is refused at the door. Event types are held to the
+// same rule for the same reason.
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > 255 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// value is one field read from a header or the body, before it is checked.
+type value struct {
+	text string
+	// present is false for a missing or empty header, and for a JSON field
+	// that is missing, null or "".
+	present bool
+	// scalar is true for headers, JSON strings and JSON numbers; false for
+	// objects, arrays and booleans, which are never an id or a type.
+	scalar bool
+}
+
+// fromHeader reads the first value of header name.
+func fromHeader(h http.Header, name string) value {
+	v := h.Get(name)
+	return value{text: v, present: v != "", scalar: true}
+}
+
+// optional returns the text when it is usable as an identifier, else "":
+// ObjectID is informational, so a strange one is dropped, not fatal.
+func (v value) optional() string {
+	if v.present && v.scalar && ValidID(v.text) {
+		return v.text
+	}
+	return ""
+}
+
+// checkID reports why v is not a usable event id, or nil.
+func checkID(v value) error {
+	switch {
+	case !v.present:
+		return invalid(reasonMissingID, "event id is missing")
+	case !v.scalar || !ValidID(v.text):
+		return invalid(reasonMalformedID, "event id must be 1-255 printable ASCII characters without spaces")
+	}
+	return nil
+}
+
+// checkType reports why v is not a usable event type, or nil.
+func checkType(v value) error {
+	switch {
+	case !v.present:
+		return invalid(reasonMissingType, "event type is missing")
+	case !v.scalar || !ValidID(v.text):
+		return invalid(reasonMalformedType, "event type must be 1-255 printable ASCII characters without spaces")
+	}
+	return nil
+}
+
+// normalize checks the id and type and assembles the Event. It runs only
+// after the signature has been verified.
+func normalize(id, typ, object value) (Event, error) {
+	if err := checkID(id); err != nil {
+		return Event{}, err
+	}
+	if err := checkType(typ); err != nil {
+		return Event{}, err
+	}
+	return Event{ID: id.text, Type: typ.text, ObjectID: object.optional()}, nil
+}
+
+// splitBounded splits s at sep into at most limit entries and drops the
+// rest, so a header stuffed with entries costs bounded work (each entry may
+// cost one HMAC per secret).
+func splitBounded(s, sep string, limit int) []string {
+	out := make([]string, 0, min(limit, strings.Count(s, sep)+1))
+	for len(out) < limit {
+		entry, rest, found := strings.Cut(s, sep)
+		out = append(out, entry)
+		if !found {
+			break
+		}
+		s = rest
+	}
+	return out
+}
