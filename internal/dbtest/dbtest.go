@@ -153,6 +153,22 @@ func setup(ctx context.Context) error {
 	return ensureTemplate(ctx)
 }
 
+// NewCluster starts a throwaway cluster of t's own, for tests that stop,
+// kill or freeze Postgres; never do that to a shared server. It is removed
+// when t ends.
+func NewCluster(t testing.TB) *pgcluster.Cluster {
+	t.Helper()
+	c, err := startCluster(context.Background())
+	if err != nil {
+		t.Fatalf("starting a throwaway cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Remove(context.Background())
+		_ = os.RemoveAll(filepath.Dir(c.Dir))
+	})
+	return c
+}
+
 func startCluster(ctx context.Context) (*pgcluster.Cluster, error) {
 	parent, err := os.MkdirTemp("", "hookgate-testpg-")
 	if err != nil {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/ingest"
+)
+
+const usage = `ingest [--config FILE] [--listen ADDR]
+       ingest migrate [--config FILE]`
+
+// shutdownGrace bounds how long in-flight requests may take to finish after
+// SIGTERM before the server closes their connections.
+const shutdownGrace = 30 * time.Second
+
+// run wires config → pool → insert-only River client → claim store → HTTP
+// server, serves until ctx ends, then drains in reverse order.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
+	if len(args) > 1 && args[1] == "migrate" {
+		return cli.Migrate(ctx, "ingest", args[2:], env)
+	}
+	var common cli.Common
+	fs := cli.NewFlagSet("ingest", usage, env, &common)
+	fs.StringVar(&common.Listen, "listen", "", "listen address (overrides ingest.listen)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unknown command %q (usage: %s)", fs.Arg(0), usage)
+	}
+	cfg, err := cli.LoadConfig(common, env)
+	if err != nil {
+		return err
+	}
+	secrets, err := cfg.ResolveSecrets(getenv)
+	if err != nil {
+		return err
+	}
+	if common.Listen != "" {
+		cfg.Ingest.Listen = common.Listen
+	}
+	logger := cli.Logger(env)
+
+	pool, err := cli.OpenPool(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	// Insert-only: never started, no workers, so ingest links no worker code.
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("creating job client: %w", err)
+	}
+	store := claim.NewStore(pool, jobs, func(route string) int {
+		r, _ := cfg.Route(route)
+		return r.MaxAttempts
+	})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := ingest.New(cfg, secrets, store, pool, logger, reg)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Ingest.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("ingest listening", slog.String("addr", ln.Addr().String()), slog.Int("providers", len(cfg.Providers)), slog.Int("routes", len(cfg.Routes)))
+
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("ingest shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	logger.Info("ingest stopped")
+	return nil
+}

@@ -1,0 +1,134 @@
+// Package cli holds the start-up plumbing both binaries share: flags, the
+// config file, the logger, the database pool and the migrate subcommand.
+// It keeps each main's run function about wiring, not parsing.
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/migrate"
+)
+
+// Env is what a binary receives from its process, passed in so that tests
+// can run a binary in-process with their own environment.
+type Env struct {
+	Getenv func(string) string
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ErrHelp is returned when --help was asked for; the usage is already printed.
+var ErrHelp = flag.ErrHelp
+
+// Common are the flags every command of both binaries takes.
+type Common struct {
+	ConfigPath string
+	Listen     string
+}
+
+// NewFlagSet returns a flag set for command name that registers the common
+// flags into c and prints usage to env.Stderr. usage is the synopsis line.
+func NewFlagSet(name, usage string, env Env, c *Common) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&c.ConfigPath, "config", "", "config file (default $HOOKGATE_CONFIG, else "+config.DefaultPath+")")
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: %s\n\nEnvironment:\n  DATABASE_URL     PostgreSQL URL (required)\n  HOOKGATE_CONFIG  config file when --config is not given\n  Secrets are read from the variables the config file names; they are never printed.\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// LoadConfig reads the config file the flags or environment name.
+func LoadConfig(c Common, env Env) (*config.Config, error) {
+	return config.Load(config.Path(c.ConfigPath, env.Getenv))
+}
+
+// Logger returns a structured logger writing JSON to env.Stderr, or text when
+// HOOKGATE_LOG_FORMAT=text (easier to read in a terminal).
+func Logger(env Env) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if strings.EqualFold(env.Getenv("HOOKGATE_LOG_LEVEL"), "debug") {
+		opts.Level = slog.LevelDebug
+	}
+	if strings.EqualFold(env.Getenv("HOOKGATE_LOG_FORMAT"), "text") {
+		return slog.New(slog.NewTextHandler(env.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(env.Stderr, opts))
+}
+
+// DefaultMaxConns is the pool size when DATABASE_URL does not set
+// pool_max_conns. pgx's own default (the CPU count, at least 4) queues
+// requests behind few connections while Postgres has headroom.
+const DefaultMaxConns = 20
+
+// OpenPool connects to DATABASE_URL and checks the server answers.
+func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
+	url := env.Getenv("DATABASE_URL")
+	if url == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message would quote the URL; it may hold a password.
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or connection string")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to the database at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// Migrate is the `migrate` subcommand of both binaries: it needs only
+// DATABASE_URL, and reports what it applied on env.Stdout.
+func Migrate(ctx context.Context, name string, args []string, env Env) error {
+	var c Common
+	fs := NewFlagSet(name+" migrate", name+" migrate [--config FILE]", env, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := OpenPool(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	res, err := migrate.Up(ctx, pool, Logger(env))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, res)
+	return nil
+}
+
+// Exit turns run's error into a process exit code, printing it as one line
+// prefixed with the binary's name. --help exits 0; usage errors exit 2.
+func Exit(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, ErrHelp):
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", "; "))
+	return 1
+}

@@ -1,0 +1,77 @@
+// Package ingest serves the webhook endpoint: it verifies each request on its
+// raw bytes, claims the event and enqueues its deliveries in one transaction,
+// and answers the provider only after that transaction committed.
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/verify"
+)
+
+// Pinger reports whether the database answers; the pool implements it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Claimer records a verified event; *claim.Store implements it.
+type Claimer interface {
+	Claim(ctx context.Context, ev claim.Event, routes []string, reopen bool) (claim.Result, error)
+}
+
+// Server is the ingest HTTP server.
+type Server struct {
+	cfg       *config.Config
+	verifiers map[string]verify.Verifier
+	claims    Claimer
+	db        Pinger
+	logger    *slog.Logger
+	metrics   *metrics
+	now       func() time.Time
+	echo      *echo.Echo
+}
+
+// New builds the server. It fails when a provider's verifier cannot be
+// built from its settings and secrets.
+func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	s := &Server{
+		cfg:       cfg,
+		verifiers: map[string]verify.Verifier{},
+		claims:    claims,
+		db:        db,
+		logger:    logger,
+		metrics:   newMetrics(reg),
+		now:       time.Now,
+	}
+	for i, p := range cfg.Providers {
+		v, err := verify.New(verify.Config{
+			Scheme:          p.Scheme,
+			Secrets:         secrets.Provider[p.Name],
+			Tolerance:       p.Tolerance.D(),
+			Header:          p.Header,
+			Prefix:          p.Prefix,
+			Encoding:        p.Encoding,
+			IDFrom:          p.IDFrom,
+			TypeFrom:        p.TypeFrom,
+			TimestampHeader: p.TimestampHeader,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)
+		}
+		s.verifiers[p.Name] = v
+	}
+	s.echo = s.routes(reg)
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.echo }
