@@ -1,0 +1,56 @@
+# hookgate — `make help` lists the targets.
+
+GO       ?= go
+BIN      := .local/bin
+# Packages whose tests exercise concurrent code; `make test` runs them under
+# the race detector. The rest run without it, which keeps CI well inside its
+# budget on two cores.
+RACE_PKGS := ./internal/claim/... ./internal/deliver/... ./internal/verify/... ./cmd/ingest/...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build ingest, worker and the local dev tool into .local/bin
+	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./internal/devtool
+
+.PHONY: run
+run: build ## run the whole system locally (a throwaway Postgres in .local/pg when DATABASE_URL is unset)
+	@exec $(BIN)/devtool run --config hookgate.example.yaml --bin $(BIN)
+
+.PHONY: send-demo
+send-demo: ## send one signed demo event twice to the local ingest
+	@$(GO) build -o $(BIN)/ ./internal/devtool
+	@$(BIN)/devtool send --times 2
+
+.PHONY: test
+test: ## run the whole test suite against a real Postgres (started if none runs)
+	$(GO) vet ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /internal/claim -e /internal/deliver -e /internal/verify -e /cmd/ingest)
+
+.PHONY: test/race
+test/race: ## run every test under the race detector
+	$(GO) test -count=1 -race ./...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 30s)
+	@for f in $$($(GO) test -list '^Fuzz' ./internal/verify | grep ^Fuzz); do \
+		$(GO) test ./internal/verify -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} || exit 1; \
+	done
+
+.PHONY: bench
+bench: ## run the ingest and worker benchmarks (see docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/bench/...
+
+.PHONY: clean
+clean: ## remove built binaries and the local Postgres
+	rm -rf .local

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/ingest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// concurrency is the number of concurrent keep-alive connections (and, for
+// the baseline, goroutines) in every ingest phase.
+const concurrency = 64
+
+const benchSecret = "whsec_bench"
+
+const benchConfig = `
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+routes:
+  - name: ship-order
+    provider: stripe
+    events: ["invoice.*"]
+    url: http://127.0.0.1:1/ship
+`
+
+// phase is the outcome of one measured phase.
+type phase struct {
+	name      string
+	n         int
+	elapsed   time.Duration
+	latencies []time.Duration
+}
+
+func (p phase) rate() float64 { return float64(p.n) / p.elapsed.Seconds() }
+
+func (p phase) pct(q float64) time.Duration {
+	if len(p.latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(p.latencies)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+func (p phase) String() string {
+	return fmt.Sprintf("%-34s %7d ops %9.0f ops/s  p50 %7.2f ms  p99 %7.2f ms",
+		p.name, p.n, p.rate(), ms(p.pct(0.50)), ms(p.pct(0.99)))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// hammer runs op n times from `concurrency` goroutines and records each
+// call's latency.
+func hammer(name string, n int, op func(i int) error) (phase, error) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	return phase{name: name, n: n, elapsed: time.Since(start), latencies: lat}, firstErr
+}
+
+// BenchmarkIngest measures, on one database in one run:
+//
+//	(a) unique signed events through the real HTTP server,
+//	(b) a storm of copies of one event through the same server,
+//	(c) the bare claim + job transaction, without HTTP or verification,
+//
+// each at the same concurrency, and reports (a)/(c) and (b)/(a). b.N is the
+// number of events per phase (use -benchtime 20000x).
+func BenchmarkIngest(b *testing.B) {
+	ctx := context.Background()
+	n := max(b.N, 2000)
+	db := dbtest.NewDB(b)
+	env := cli.Env{Getenv: func(k string) string {
+		return map[string]string{"DATABASE_URL": db.URL, "BENCH_STRIPE": benchSecret}[k]
+	}, Stdout: io.Discard, Stderr: io.Discard}
+	pool, err := cli.OpenPool(ctx, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	cfg, err := config.Parse([]byte(benchConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	secrets, err := cfg.ResolveSecrets(env.Getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := claim.NewStore(pool, jobs, func(string) int { return 10 })
+	srv, err := ingest.New(cfg, secrets, store, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln) //nolint:errcheck // closed below
+	defer hs.Close()
+	url := "http://" + ln.Addr().String() + "/webhooks/stripe"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
+
+	type signed struct {
+		body   []byte
+		header string
+	}
+	sign := func(id string) signed {
+		body := fmt.Appendf(nil, `{"id": %q, "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_%s"}}}`, id, id)
+		sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: benchSecret})
+		return signed{body: body, header: sp.Header}
+	}
+	post := func(s signed) error {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(s.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Stripe-Signature", s.header)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+
+	unique := make([]signed, n)
+	for i := range unique {
+		unique[i] = sign(fmt.Sprintf("evt_unique_%d", i))
+	}
+	storm := sign("evt_storm")
+	// Warm connections, the pool and the plan cache outside the measurement.
+	if _, err := hammer("warm-up", 4*concurrency, func(i int) error { return post(sign(fmt.Sprintf("evt_warm_%d", i))) }); err != nil {
+		b.Fatal(err)
+	}
+
+	b.ResetTimer()
+	// The baseline runs first, on the smallest tables, so that any slowdown
+	// from table growth counts against our path rather than for it.
+	c, err := hammer("(c) bare claim+job transaction", n, func(i int) error {
+		id := fmt.Sprintf("evt_bare_%d", i)
+		_, err := store.Claim(ctx, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", ObjectID: "in_" + id,
+			ContentType: "application/json", Payload: unique[i].body}, []string{"ship-order"}, true)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := hammer("(a) unique events, HTTP", n, func(i int) error { return post(unique[i]) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := hammer("(b) one event id storm, HTTP", n, func(int) error { return post(storm) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+
+	var claims, jobsN int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_event_claims), (SELECT count(*) FROM river_job)`).Scan(&claims, &jobsN); err != nil {
+		b.Fatal(err)
+	}
+	want := 4*concurrency + n + 1 + n
+	if claims != want || jobsN != want {
+		b.Fatalf("expected %d claims and jobs, found %d claims and %d jobs", want, claims, jobsN)
+	}
+
+	fmt.Fprintf(os.Stdout, "\ningest, %d concurrent connections, %d events per phase\n", concurrency, n)
+	for _, p := range []phase{a, st, c} {
+		fmt.Fprintln(os.Stdout, p)
+	}
+	fmt.Fprintf(os.Stdout, "ratio (a)/(c) = %.2f   (target >= 0.6)\nratio (b)/(a) = %.2f   (target >= 1.0)\n\n",
+		a.rate()/c.rate(), st.rate()/a.rate())
+	b.ReportMetric(a.rate(), "unique_req/s")
+	b.ReportMetric(st.rate(), "storm_req/s")
+	b.ReportMetric(c.rate(), "bare_tx/s")
+	b.ReportMetric(a.rate()/c.rate(), "a/c")
+	b.ReportMetric(ms(a.pct(0.99)), "unique_p99_ms")
+}
