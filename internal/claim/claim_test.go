@@ -2,12 +2,16 @@ package claim_test
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -16,22 +20,35 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// routeAttempts is the max_attempts of the routes the tests fan out to. The
+// values differ so that a job carrying another route's limit is caught.
+var routeAttempts = map[string]int{"ship": 10, "mail": 3, "ledger": 5}
+
+func maxAttempts(route string) int { return routeAttempts[route] }
+
+// bundle is what a test needs: a database of its own, committed to by the
+// store, and the store over it. Subtests may share one bundle (a database is
+// costly to create); those that require jobs then run one after another, and
+// each adds the jobs it expects to those of the subtests before it.
 type bundle struct {
 	db    *dbtest.DB
 	store *claim.Store
+	jobs  []claim.DeliveryArgs // every delivery job expected so far
 }
 
-func setup(t *testing.T) bundle {
+func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := dbtest.NewDB(t)
-	return bundle{db: db, store: newStore(t, db.Pool)}
+	return &bundle{db: db, store: newStore(t, db.Pool)}
 }
 
+// newStore returns a store over pool with an insert-only River client, as
+// ingest builds it.
 func newStore(t *testing.T, pool *pgxpool.Pool) *claim.Store {
 	t.Helper()
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	return claim.NewStore(pool, client, func(string) int { return 7 })
+	return claim.NewStore(pool, client, maxAttempts)
 }
 
 func event(id string) claim.Event {
@@ -39,27 +56,352 @@ func event(id string) claim.Event {
 		ContentType: "application/json", Payload: []byte(`{"id": "` + id + `"}`)}
 }
 
-func TestClaimWinsOnceThenDuplicate(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	b := setup(t)
+func key(id, route string) claim.Key { return claim.Key{Provider: "stripe", EventID: id, Route: route} }
 
-	res, err := b.store.Claim(ctx, event("evt_1"), []string{"ship", "mail"}, true)
+func args(id string, routes ...string) []claim.DeliveryArgs {
+	as := make([]claim.DeliveryArgs, len(routes))
+	for i, r := range routes {
+		as[i] = claim.DeliveryArgs{Provider: "stripe", EventID: id, Route: r}
+	}
+	return as
+}
+
+// Attempt outcomes as the worker reports them.
+var (
+	success = claim.AttemptResult{Status: claim.Completed, Attempted: true}
+	retry   = claim.AttemptResult{Status: claim.Processing, Attempted: true, Error: "downstream answered 503"}
+	reject  = claim.AttemptResult{Status: claim.Failed, Attempted: true, Error: "downstream answered 422"}
+)
+
+// claimed claims stripe event id for routes and requires that it won.
+func (b *bundle) claimed(t *testing.T, id string, routes ...string) {
+	t.Helper()
+	res, err := b.store.Claim(t.Context(), event(id), routes, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Outcome)
-	require.Equal(t, 2, res.Deliveries)
+}
 
-	res, err = b.store.Claim(ctx, event("evt_1"), []string{"ship", "mail"}, true)
+// record commits one attempt's outcome, as the worker does.
+func (b *bundle) record(t *testing.T, k claim.Key, r claim.AttemptResult) {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.Equal(t, claim.Duplicate, res.Outcome)
-	require.Equal(t, claim.Processing, res.Status)
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	require.NoError(t, claim.RecordAttempt(ctx, tx, k, r))
+	require.NoError(t, tx.Commit(ctx))
+}
 
+// get returns a stripe claim and its deliveries by route.
+func (b *bundle) get(t *testing.T, id string) (claim.Claim, map[string]claim.Delivery) {
+	t.Helper()
+	c, ds, err := b.store.Get(t.Context(), "stripe", id)
+	require.NoError(t, err)
+	byRoute := make(map[string]claim.Delivery, len(ds))
+	for _, d := range ds {
+		byRoute[d.Route] = d
+	}
+	return c, byRoute
+}
+
+func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
+	t.Helper()
+	_, err := b.db.Pool.Exec(t.Context(), sql, arguments...)
+	require.NoError(t, err)
+}
+
+// requireJobs adds more to the jobs expected in b's database and requires
+// that exactly those delivery jobs were inserted, in any order, each with
+// its route's max attempts. It returns the jobs' rows ordered by id.
+func (b *bundle) requireJobs(t *testing.T, more ...claim.DeliveryArgs) []*rivertype.JobRow {
+	t.Helper()
+	b.jobs = append(b.jobs, more...)
+	ctx := t.Context()
 	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	jobs := rivertest.RequireManyInsertedTx[*riverpgxv5.Driver](ctx, t, tx, []rivertest.ExpectedJob{
-		{Args: &claim.DeliveryArgs{}, Opts: &rivertest.RequireInsertedOpts{MaxAttempts: 7}},
-		{Args: &claim.DeliveryArgs{}, Opts: &rivertest.RequireInsertedOpts{MaxAttempts: 7}},
+	if len(b.jobs) == 0 {
+		rivertest.RequireNotInsertedTx[*riverpgxv5.Driver](ctx, t, tx, &claim.DeliveryArgs{}, nil)
+		return nil
+	}
+	expected := make([]rivertest.ExpectedJob, len(b.jobs))
+	for i := range b.jobs {
+		expected[i] = rivertest.ExpectedJob{Args: &claim.DeliveryArgs{}}
+	}
+	rows := rivertest.RequireManyInsertedTx[*riverpgxv5.Driver](ctx, t, tx, expected)
+	got := make([]claim.DeliveryArgs, len(rows))
+	for i, row := range rows {
+		require.NoError(t, json.Unmarshal(row.EncodedArgs, &got[i]))
+		require.Equal(t, maxAttempts(got[i].Route), row.MaxAttempts, "max attempts of job %d (%+v)", row.ID, got[i])
+	}
+	require.ElementsMatch(t, b.jobs, got)
+	return rows
+}
+
+// TestClaim's subtests share a database and run in order, each on events of
+// its own.
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("WinnerGetsOneDeliveryAndOneJobPerRoute", func(t *testing.T) {
+		before := time.Now()
+		ev := event("evt_win")
+		ev.ContentType = "application/json; charset=utf-8"
+		// Odd spacing, an escaped and a raw é, keys out of order, CRLF: a
+		// body re-encoded on the way would no longer match its signature.
+		ev.Payload = []byte("{\"type\":\"invoice.paid\" ,  \"id\":\"evt_win\",\n\t\"name\": \"Ren\\u00e9\",\"city\":\"Orléans\" ,\"amount\" : 1.50 }\r\n")
+		want := append([]byte(nil), ev.Payload...)
+		require.Contains(t, string(want), `Ren\u00e9`)
+		require.Contains(t, string(want), "Orl\xc3\xa9ans")
+
+		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail", "ledger"}, true)
+		require.NoError(t, err)
+		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
+		require.False(t, res.Duplicate())
+
+		c, ds := b.get(t, "evt_win")
+		require.Equal(t, claim.Processing, c.Status)
+		require.Equal(t, "invoice.paid", c.EventType)
+		require.Equal(t, "in_1", c.ObjectID)
+		require.Zero(t, c.AttemptCount)
+		require.Empty(t, c.LastError)
+		require.Nil(t, c.CompletedAt)
+		require.WithinDuration(t, before, c.FirstSeenAt, time.Minute)
+		require.Len(t, ds, 3)
+		for _, r := range []string{"ship", "mail", "ledger"} {
+			d := ds[r]
+			require.Equal(t, claim.Processing, d.Status, r)
+			require.Zero(t, d.AttemptCount, r)
+			require.Nil(t, d.CompletedAt, r)
+		}
+
+		var payload []byte
+		var contentType string
+		require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT payload, content_type FROM webhook_event_claims
+WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType))
+		require.Equal(t, want, payload)
+		require.Equal(t, "application/json; charset=utf-8", contentType)
+		d, err := b.store.LoadDelivery(t.Context(), key("evt_win", "mail"))
+		require.NoError(t, err)
+		require.Equal(t, want, d.Payload, "the worker forwards exactly what was received")
+		require.Equal(t, ev.ContentType, d.ContentType)
+
+		rows := b.requireJobs(t, args("evt_win", "ship", "mail", "ledger")...)
+		for _, row := range rows {
+			require.Equal(t, rivertype.JobStateAvailable, row.State)
+		}
 	})
-	require.Len(t, jobs, 2)
+
+	t.Run("NoRouteIsIgnoredWithoutDeliveryOrJob", func(t *testing.T) {
+		ev := event("evt_ignored")
+		ev.ObjectID = ""
+		res, err := b.store.Claim(t.Context(), ev, nil, true)
+		require.NoError(t, err)
+		require.Equal(t, claim.Result{Outcome: claim.ClaimedIgnored, Status: claim.Ignored}, res)
+		require.False(t, res.Duplicate())
+
+		c, ds := b.get(t, "evt_ignored")
+		require.Equal(t, claim.Ignored, c.Status)
+		require.Nil(t, c.CompletedAt)
+		require.Empty(t, c.ObjectID)
+		require.Empty(t, ds)
+		var objectIDIsNull bool
+		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
+			`SELECT object_id IS NULL FROM webhook_event_claims WHERE event_id = 'evt_ignored'`).Scan(&objectIDIsNull))
+		require.True(t, objectIDIsNull)
+		b.requireJobs(t)
+	})
+
+	// A duplicate changes nothing, whatever the claim's status, and reports
+	// that status.
+	duplicates := []struct {
+		id     string
+		routes []string
+		settle func(t *testing.T, id string) // brings the claim to status
+		reopen bool
+		status claim.Status
+	}{
+		{id: "evt_dup_processing", routes: []string{"ship", "mail"}, reopen: true,
+			settle: func(t *testing.T, id string) { b.record(t, key(id, "ship"), success) },
+			status: claim.Processing},
+		{id: "evt_dup_completed", routes: []string{"ship", "mail"}, reopen: true,
+			settle: func(t *testing.T, id string) {
+				b.record(t, key(id, "ship"), success)
+				b.record(t, key(id, "mail"), success)
+			},
+			status: claim.Completed},
+		{id: "evt_dup_ignored", reopen: true, status: claim.Ignored},
+		{id: "evt_dup_failed_ack", routes: []string{"ship", "mail"}, reopen: false,
+			settle: func(t *testing.T, id string) {
+				b.record(t, key(id, "ship"), success)
+				b.record(t, key(id, "mail"), reject)
+			},
+			status: claim.Failed},
+	}
+	for _, tt := range duplicates {
+		t.Run("DuplicateOf_"+string(tt.status), func(t *testing.T) {
+			_, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, true)
+			require.NoError(t, err)
+			if tt.settle != nil {
+				tt.settle(t, tt.id)
+			}
+			before, beforeDs := b.get(t, tt.id)
+			require.Equal(t, tt.status, before.Status)
+
+			res, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, tt.reopen)
+			require.NoError(t, err)
+			require.Equal(t, claim.Result{Outcome: claim.Duplicate, Status: tt.status}, res)
+			require.True(t, res.Duplicate())
+
+			after, afterDs := b.get(t, tt.id)
+			require.Equal(t, before, after)
+			require.Equal(t, beforeDs, afterDs)
+			b.requireJobs(t, args(tt.id, tt.routes...)...)
+		})
+	}
+
+	t.Run("FailedWithReopenReopensOnlyFailedDeliveries", func(t *testing.T) {
+		b.claimed(t, "evt_reopen", "ship", "mail", "ledger")
+		b.record(t, key("evt_reopen", "ship"), success)
+		b.record(t, key("evt_reopen", "mail"), retry)
+		b.record(t, key("evt_reopen", "mail"), reject)
+		b.record(t, key("evt_reopen", "ledger"), reject)
+		c, _ := b.get(t, "evt_reopen")
+		require.Equal(t, claim.Failed, c.Status)
+
+		res, err := b.store.Claim(t.Context(), event("evt_reopen"), []string{"ship", "mail", "ledger"}, true)
+		require.NoError(t, err)
+		require.Equal(t, claim.Result{Outcome: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
+		require.False(t, res.Duplicate(), "a reopened event is answered as new")
+
+		c, ds := b.get(t, "evt_reopen")
+		require.Equal(t, claim.Processing, c.Status)
+		require.Nil(t, c.CompletedAt)
+		require.Equal(t, 4, c.AttemptCount, "reopening keeps the attempts made so far")
+		require.Equal(t, claim.Completed, ds["ship"].Status, "a completed sibling is not re-run")
+		require.NotNil(t, ds["ship"].CompletedAt)
+		require.Equal(t, 1, ds["ship"].AttemptCount)
+		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, 2, ds["mail"].AttemptCount)
+		require.Equal(t, claim.Processing, ds["ledger"].Status)
+		b.requireJobs(t, args("evt_reopen", "ship", "mail", "ledger", "mail", "ledger")...)
+	})
+
+	t.Run("SameEventIDUnderTwoProvidersIsTwoClaims", func(t *testing.T) {
+		gh := event("evt_shared")
+		gh.Provider = "github"
+		for _, ev := range []claim.Event{event("evt_shared"), gh} {
+			res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
+			require.NoError(t, err)
+			require.Equal(t, claim.Claimed, res.Outcome, ev.Provider)
+			_, ds, err := b.store.Get(t.Context(), ev.Provider, "evt_shared")
+			require.NoError(t, err)
+			require.Len(t, ds, 1)
+		}
+		b.requireJobs(t,
+			claim.DeliveryArgs{Provider: "stripe", EventID: "evt_shared", Route: "ship"},
+			claim.DeliveryArgs{Provider: "github", EventID: "evt_shared", Route: "ship"})
+	})
+
+	t.Run("ErrorCommitsNothing", func(t *testing.T) {
+		// The same route twice violates the deliveries' primary key after
+		// the claim row was inserted.
+		_, err := b.store.Claim(t.Context(), event("evt_error"), []string{"ship", "ship"}, true)
+		require.ErrorContains(t, err, "claiming event stripe/evt_error")
+
+		_, _, err = b.store.Get(t.Context(), "stripe", "evt_error")
+		require.ErrorIs(t, err, claim.ErrNotFound)
+		b.requireJobs(t)
+
+		b.claimed(t, "evt_error", "ship")
+		b.requireJobs(t, args("evt_error", "ship")...)
+	})
+}
+
+// concurrentPool returns a pool of n connections on db, so that n callers
+// reach Postgres at once instead of queueing for dbtest's few connections.
+func concurrentPool(t *testing.T, db *dbtest.DB, n int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = n
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// claimAtOnce calls Claim n times concurrently, released together, and
+// returns the results.
+func claimAtOnce(t *testing.T, store *claim.Store, n int, ev claim.Event, routes []string) []claim.Result {
+	t.Helper()
+	results := make([]claim.Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = store.Claim(context.Background(), ev, routes, true)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return results
+}
+
+func TestClaimConcurrent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// 20 connections: that many calls race inside Postgres, the rest queue
+	// for a connection, as under a burst of redeliveries.
+	store := newStore(t, concurrentPool(t, b.db, 20))
+
+	t.Run("OneWinnerAmongFifty", func(t *testing.T) {
+		results := claimAtOnce(t, store, 50, event("evt_race"), []string{"ship", "mail"})
+
+		outcomes := map[claim.Outcome]int{}
+		for _, res := range results {
+			outcomes[res.Outcome]++
+			if res.Outcome == claim.Duplicate {
+				require.Equal(t, claim.Processing, res.Status)
+			}
+		}
+		require.Equal(t, map[claim.Outcome]int{claim.Claimed: 1, claim.Duplicate: 49}, outcomes)
+
+		var claims, deliveries int
+		require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT
+(SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_race'),
+(SELECT count(*) FROM webhook_deliveries WHERE event_id = 'evt_race')`).Scan(&claims, &deliveries))
+		require.Equal(t, 1, claims)
+		require.Equal(t, 2, deliveries)
+		b.requireJobs(t, args("evt_race", "ship", "mail")...)
+	})
+
+	t.Run("OneReopenAmongTwenty", func(t *testing.T) {
+		b.claimed(t, "evt_reopen_race", "ship", "mail")
+		b.record(t, key("evt_reopen_race", "ship"), success)
+		b.record(t, key("evt_reopen_race", "mail"), reject)
+
+		results := claimAtOnce(t, store, 20, event("evt_reopen_race"), []string{"ship", "mail"})
+
+		outcomes := map[claim.Outcome]int{}
+		for _, res := range results {
+			outcomes[res.Outcome]++
+			if res.Outcome == claim.Reopened {
+				require.Equal(t, 1, res.Deliveries)
+			}
+		}
+		require.Equal(t, map[claim.Outcome]int{claim.Reopened: 1, claim.Duplicate: 19}, outcomes)
+
+		c, ds := b.get(t, "evt_reopen_race")
+		require.Equal(t, claim.Processing, c.Status)
+		require.Equal(t, claim.Completed, ds["ship"].Status)
+		require.Equal(t, claim.Processing, ds["mail"].Status)
+		b.requireJobs(t, args("evt_reopen_race", "ship", "mail", "mail")...)
+	})
 }

@@ -73,12 +73,16 @@ func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error
 		var orphan bool
 		var lastState *string
 		var lastAttempts *int
+		// The latest job explains the orphan only if it was finalized
+		// since the delivery last changed: one finalized before (e.g. the
+		// discarded job of a delivery reopened since, whose new job was
+		// deleted) says nothing about the current run, which is requeued.
 		err := tx.QueryRow(ctx, `
 SELECT d.status = 'processing' AND NOT `+liveJobSQL+`,
-       j.state::text, j.attempt
+       CASE WHEN j.finalized_at >= d.updated_at THEN j.state::text END, j.attempt
 FROM webhook_deliveries d
 LEFT JOIN LATERAL (
-    SELECT state, attempt FROM river_job j
+    SELECT state, attempt, finalized_at FROM river_job j
     WHERE j.kind = '`+DeliveryKind+`'
       AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
     ORDER BY j.id DESC LIMIT 1) j ON true
