@@ -1,0 +1,76 @@
+// Command devtool runs hookgate on a developer's machine: `devtool run` starts
+// Postgres, ingest, worker and a demo receiver together, `devtool send` posts a
+// signed demo event, and `devtool receive` is that demo receiver.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(exitCode(run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr), os.Stderr))
+}
+
+const usage = `usage: devtool <command> [flags]
+
+Commands:
+  run      start Postgres (unless DATABASE_URL is set), ingest, worker and the
+           demo receiver, with output prefixed per process; Ctrl-C stops all
+  send     post one signed Standard Webhooks event to ingest, several times
+  receive  serve the demo downstream, printing one line per delivery
+
+Run "devtool <command> --help" for a command's flags.`
+
+// run dispatches to the subcommand named by args[1].
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) < 2 {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch cmd, rest := args[1], args[2:]; cmd {
+	case "run":
+		return runSystem(ctx, rest, getenv, stdout, stderr)
+	case "send":
+		return send(ctx, rest, getenv, stdout, stderr)
+	case "receive":
+		return receive(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usage)
+		return flag.ErrHelp
+	default:
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors instead
+// of exiting, so that run stays testable.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("devtool "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: devtool %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// exitCode turns run's error into a process exit code, printing it as one
+// line; --help exits 0.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "devtool: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+	return 1
+}

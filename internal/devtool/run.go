@@ -1,0 +1,322 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/pgcluster"
+)
+
+const (
+	// localDir holds what devtool makes (binaries, the Postgres cluster); it
+	// is gitignored.
+	localDir = ".local"
+	// pgDir is the data directory of devtool's Postgres, kept between runs.
+	pgDir = localDir + "/pg"
+	// pgPort is the port devtool's Postgres prefers, so DATABASE_URL stays
+	// the same from run to run; a free one is taken when it is in use.
+	pgPort = 54329
+	// minStopGrace is how long a child may take to stop after SIGTERM; it is
+	// raised to the worker's shutdown_timeout plus 5s when that is longer.
+	minStopGrace = 35 * time.Second
+	// healthTimeout bounds the wait for each process's /healthz.
+	healthTimeout = time.Minute
+)
+
+// runSystem is `devtool run`: it starts Postgres (unless DATABASE_URL is
+// set), migrates, starts the receiver, worker and ingest, waits until each
+// answers /healthz, and then until Ctrl-C or a child's exit. It stops
+// everything on the way out: ingest, worker, receiver, Postgres.
+func runSystem(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	fs := newFlagSet("run", "run [--config FILE] [--bin DIR]", stderr)
+	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
+	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("run takes no arguments, got %q", fs.Args())
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	ingestBin, workerBin := filepath.Join(*binDir, "ingest"), filepath.Join(*binDir, "worker")
+	for _, bin := range []string{ingestBin, workerBin} {
+		if err := checkExecutable(bin); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding devtool's own binary for the receiver: %w", err)
+	}
+	ingestURL, workerURL := localURL(cfg.Ingest.Listen), localURL(cfg.Worker.Listen)
+	receiverURL := "http://" + receiverAddr
+	for _, addr := range []struct{ name, listen string }{
+		{"ingest", cfg.Ingest.Listen}, {"worker", cfg.Worker.Listen}, {"receiver", receiverAddr},
+	} {
+		if err := checkFree(addr.listen); err != nil {
+			return fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
+		}
+	}
+
+	con := &console{w: stdout}
+	// interrupted ends the run after a Ctrl-C during start-up; the deferred
+	// stops take down whatever had started.
+	interrupted := func() error {
+		con.printf("devtool", "interrupted while starting; stopping")
+		return nil
+	}
+	secrets := demoSecrets(cfg, getenv)
+	con.printf("devtool", "%s", demoSecretsNotice(secrets))
+
+	dbURL := getenv("DATABASE_URL")
+	if dbURL != "" {
+		con.printf("devtool", "using DATABASE_URL from the environment; no local Postgres started")
+	} else {
+		cluster, cerr := startCluster(ctx, con)
+		if cerr != nil {
+			return cerr
+		}
+		defer func() {
+			con.printf("devtool", "stopping Postgres")
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if serr := cluster.Stop(sctx); serr != nil {
+				err = errors.Join(err, serr)
+				return
+			}
+			con.printf("devtool", "Postgres stopped")
+		}()
+		dbURL = cluster.URL("postgres")
+		con.printf("devtool", "Postgres is up (log: %s): DATABASE_URL=%s", filepath.Join(pgDir, "server.log"), dbURL)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+	}
+
+	env := append(os.Environ(),
+		"DATABASE_URL="+dbURL,
+		"HOOKGATE_LOG_FORMAT="+cmp.Or(getenv("HOOKGATE_LOG_FORMAT"), "text"))
+	for name, value := range secrets {
+		env = append(env, name+"="+value)
+	}
+	grace := max(minStopGrace, cfg.Worker.ShutdownTimeout.D()+5*time.Second)
+
+	if err := runOnce(ctx, con, grace, "migrate", ingestBin, []string{"migrate", "--config", *configPath}, env); err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return fmt.Errorf("migrating the database: %w", err)
+	}
+
+	sup := newSupervisor(con, grace)
+	defer func() { err = errors.Join(err, sup.stopAll()) }()
+	children := []struct {
+		name, path string
+		args       []string
+		health     string
+	}{
+		{"receiver", self, []string{"receive", "--listen", receiverAddr}, receiverURL + "/healthz"},
+		{"worker", workerBin, []string{"--config", *configPath}, workerURL + "/healthz"},
+		{"ingest", ingestBin, []string{"--config", *configPath}, ingestURL + "/healthz"},
+	}
+	for _, c := range children {
+		if err := sup.start(c.name, c.path, c.args, env); err != nil {
+			return err
+		}
+	}
+	for _, c := range children {
+		if err := waitHealthy(ctx, sup, c.name, c.health); err != nil {
+			if ctx.Err() != nil {
+				return interrupted()
+			}
+			return err
+		}
+	}
+
+	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != ""))
+
+	select {
+	case <-ctx.Done():
+		con.printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)
+		return nil
+	case p := <-sup.exited:
+		return fmt.Errorf("%s exited unexpectedly (%s; its output is above); stopped the rest", p.name, exitText(p.err))
+	}
+}
+
+// banner tells what runs where, once everything answers /healthz.
+func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nhookgate is running (Ctrl-C stops everything):\n")
+	for _, p := range cfg.Providers {
+		fmt.Fprintf(&b, "  ingest    %s/webhooks/%s\n", ingestURL, p.Name)
+	}
+	fmt.Fprintf(&b, "  worker    %s  (/healthz, /readyz, /metrics)\n", workerURL)
+	if ui {
+		fmt.Fprintf(&b, "  River UI  %s/riverui/  (user admin, password $HOOKGATE_UI_PASSWORD)\n", workerURL)
+	} else {
+		fmt.Fprintf(&b, "  River UI  off; set HOOKGATE_UI_PASSWORD to serve it at %s/riverui/\n", workerURL)
+	}
+	fmt.Fprintf(&b, "  receiver  %s  (demo downstream; prints each delivery)\n", receiverURL)
+	fmt.Fprintf(&b, "\nsend a signed demo event twice: make send-demo\n\n")
+	return b.String()
+}
+
+// startCluster starts devtool's own Postgres in pgDir, initializing it on
+// the first run.
+func startCluster(ctx context.Context, con *console) (*pgcluster.Cluster, error) {
+	// As root the server runs as the postgres user, which must be able to
+	// reach pgDir.
+	if err := os.MkdirAll(localDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", localDir, err)
+	}
+	if err := os.Chmod(localDir, 0o755); err != nil {
+		return nil, fmt.Errorf("making %s readable: %w", localDir, err)
+	}
+	if err := stopLeftoverServer(pgDir, con); err != nil {
+		return nil, err
+	}
+	port := pgPort
+	if checkFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) != nil {
+		port = 0
+	}
+	if _, err := os.Stat(filepath.Join(pgDir, "PG_VERSION")); err != nil {
+		con.printf("devtool", "initializing a Postgres cluster in %s (first run only)", pgDir)
+	}
+	con.printf("devtool", "starting Postgres from %s", pgDir)
+	// Not ctx: a Ctrl-C during start-up would kill pg_ctl and could leave
+	// the server running unowned. The caller stops it once it is up.
+	c, err := pgcluster.Start(context.WithoutCancel(ctx), pgDir, port)
+	if err != nil {
+		if os.Geteuid() == 0 {
+			return nil, fmt.Errorf("%w (as root, the server runs as the postgres user, which needs to reach %s: every parent directory must be o+x)", err, pgDir)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// stopLeftoverServer stops a server still running in dir, left there by a
+// devtool that was killed before it could stop it, so that it can be
+// started again. Postgres removes its postmaster.pid on a clean shutdown, so
+// the file's presence is the sign; a stale one (after a crash) is left for
+// Postgres to deal with.
+func stopLeftoverServer(dir string, con *console) error {
+	pidFile := filepath.Join(dir, "postmaster.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil || pid <= 0 || !servesDir(pid, dir) {
+		return nil
+	}
+	con.printf("devtool", "stopping the Postgres an earlier run left running in %s (pid %d)", dir, pid)
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil { // SIGINT: fast shutdown
+		return fmt.Errorf("stopping the Postgres left running in %s (pid %d): %w", dir, pid, err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(pidFile); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the Postgres left running in %s (pid %d) did not stop within a minute", dir, pid)
+}
+
+// servesDir reports whether pid is a live process working in dir, as a
+// postmaster does in its data directory; that tells it from an unrelated
+// process that took the pid of one that crashed. Without /proc (outside
+// Linux) any live process is taken for the server.
+func servesDir(pid int, dir string) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if _, err := os.Stat("/proc/self/cwd"); err != nil {
+		return true
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	// cwd is absolute, with symlinks resolved.
+	want, rerr := filepath.EvalSymlinks(dir)
+	if rerr == nil {
+		want, rerr = filepath.Abs(want)
+	}
+	return err == nil && rerr == nil && cwd == want
+}
+
+// checkExecutable reports a missing binary with how to build it.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not built (no executable at %s); build the binaries first: go build -o %s/ ./cmd/ingest ./cmd/worker ./internal/devtool (make run does this)",
+			filepath.Base(path), path, filepath.Dir(path))
+	}
+	return nil
+}
+
+// checkFree reports whether addr can be listened on, by doing so briefly.
+func checkFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// localURL turns a listen address into a URL on this machine: a missing or
+// wildcard host becomes 127.0.0.1.
+func localURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// waitHealthy polls url until it answers 200, failing early when a child
+// exits or ctx ends.
+func waitHealthy(ctx context.Context, sup *supervisor, name, url string) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(healthTimeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", name, err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer %s with 200 within %s", name, url, healthTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case p := <-sup.exited:
+			return fmt.Errorf("%s exited while starting (%s; its output is above)", p.name, exitText(p.err))
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+func TestLocalURL(t *testing.T) {
+	t.Parallel()
+
+	for listen, want := range map[string]string{
+		":8080":          "http://127.0.0.1:8080",
+		"0.0.0.0:9091":   "http://127.0.0.1:9091",
+		"[::]:9091":      "http://127.0.0.1:9091",
+		"127.0.0.1:9099": "http://127.0.0.1:9099",
+		"localhost:8080": "http://localhost:8080",
+	} {
+		require.Equal(t, want, localURL(listen), listen)
+	}
+}
+
+func TestCheckExecutable(t *testing.T) {
+	t.Parallel()
+
+	err := checkExecutable(t.TempDir() + "/worker")
+	require.ErrorContains(t, err, "worker is not built")
+	require.ErrorContains(t, err, "go build -o ")
+	require.NoError(t, checkExecutable("/bin/sh"))
+}
+
+func TestServesDir(t *testing.T) {
+	t.Parallel()
+
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.True(t, servesDir(os.Getpid(), wd))
+	require.True(t, servesDir(os.Getpid(), "."))
+	require.False(t, servesDir(os.Getpid(), t.TempDir()))
+	require.False(t, servesDir(1<<22+1, wd), "no such pid") // above the kernel's pid_max
+}
+
+func TestStopLeftoverServerIgnoresStalePIDFile(t *testing.T) {
+	t.Parallel()
+
+	// A pid file left by a crash, naming a live process that is not the
+	// server (this test): nothing is signalled, and the file is left for
+	// Postgres to replace.
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "postmaster.pid")
+	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"+dir+"\n"), 0o600))
+	out := &syncBuffer{}
+	require.NoError(t, stopLeftoverServer(dir, &console{w: out}))
+	require.Empty(t, out.String())
+	require.FileExists(t, pidFile)
+
+	// No pid file: no server.
+	require.NoError(t, stopLeftoverServer(t.TempDir(), &console{w: out}))
+}
+
+func TestBanner(t *testing.T) {
+	t.Parallel()
+
+	cfg, err := config.Parse([]byte(secretsConfig))
+	require.NoError(t, err)
+	b := banner(cfg, "http://127.0.0.1:8080", "http://127.0.0.1:9091", "http://127.0.0.1:9099", false)
+	for _, want := range []string{
+		"http://127.0.0.1:8080/webhooks/demo\n",
+		"http://127.0.0.1:8080/webhooks/stripe\n",
+		"http://127.0.0.1:8080/webhooks/github\n",
+		"http://127.0.0.1:9091  (/healthz",
+		"set HOOKGATE_UI_PASSWORD",
+		"http://127.0.0.1:9099",
+		"make send-demo",
+	} {
+		require.Contains(t, b, want)
+	}
+	require.True(t, strings.Contains(banner(cfg, "a", "http://w", "c", true), "http://w/riverui/  (user admin"))
+}
