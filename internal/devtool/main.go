@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	os.Exit(exitCode(run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr), os.Stderr))
 }
