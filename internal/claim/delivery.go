@@ -35,10 +35,22 @@ type Key struct{ Provider, EventID, Route string }
 
 func (k Key) String() string { return k.Provider + "/" + k.EventID + "/" + k.Route }
 
+// Querier runs a query returning one row: a pool, a connection or a
+// transaction.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // LoadDelivery returns the delivery with its claim's payload.
 func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
+	return LoadDelivery(ctx, s.pool, k)
+}
+
+// LoadDelivery is Store.LoadDelivery through q, for a caller that reads in a
+// transaction of its own (a worker under test runs inside one).
+func LoadDelivery(ctx context.Context, q Querier, k Key) (Delivery, error) {
 	var d Delivery
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at,
        c.event_type, coalesce(c.object_id, ''), c.content_type, c.payload, c.first_seen_at
 FROM webhook_deliveries d

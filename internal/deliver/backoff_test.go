@@ -1,0 +1,132 @@
+package deliver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+func TestRetryDelay(t *testing.T) {
+	t.Parallel()
+	b := config.Backoff{Initial: config.Duration(100 * time.Millisecond), Max: config.Duration(time.Second)}
+
+	t.Run("GrowsWithinJitterBoundsAndStaysUnderMax", func(t *testing.T) {
+		t.Parallel()
+		for n := 1; n <= 12; n++ {
+			interval := min(100*time.Millisecond<<(n-1), time.Second)
+			lo, hi := interval/2, min(interval*3/2, time.Second)
+			for range 200 {
+				d := retryDelay(b, n, 0)
+				require.GreaterOrEqual(t, d, lo, "n=%d", n)
+				require.LessOrEqual(t, d, hi, "n=%d", n)
+			}
+		}
+	})
+
+	t.Run("IsJittered", func(t *testing.T) {
+		t.Parallel()
+		seen := map[time.Duration]bool{}
+		for range 50 {
+			seen[retryDelay(b, 2, 0)] = true
+		}
+		require.Greater(t, len(seen), 10, "50 draws gave only %d distinct delays", len(seen))
+	})
+
+	t.Run("HugeAttemptCountsAreCheapAndCapped", func(t *testing.T) {
+		t.Parallel()
+		d := retryDelay(b, 1_000_000, 0)
+		require.GreaterOrEqual(t, d, 500*time.Millisecond)
+		require.LessOrEqual(t, d, time.Second)
+		require.Positive(t, retryDelay(b, 0, 0), "n below 1 is treated as 1")
+	})
+
+	t.Run("RetryAfterWinsWhenLongerCappedByMax", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, 700*time.Millisecond, retryDelay(b, 1, 700*time.Millisecond))
+		require.Equal(t, time.Second, retryDelay(b, 1, time.Hour))
+		// A short Retry-After does not shorten the backoff.
+		require.GreaterOrEqual(t, retryDelay(b, 4, time.Millisecond), 400*time.Millisecond)
+	})
+}
+
+func TestNextRetry(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{
+		Worker: config.Worker{RescueAfter: config.Duration(time.Minute)},
+		Routes: []config.Route{{
+			Name: "ship", Timeout: config.Duration(10 * time.Second),
+			Backoff: config.Backoff{Initial: config.Duration(time.Second), Max: config.Duration(30 * time.Second)},
+		}},
+	}
+	w, err := NewWorker(Options{Config: cfg})
+	require.NoError(t, err)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	job := func(id int64, route string, errs int) *river.Job[claim.DeliveryArgs] {
+		return &river.Job[claim.DeliveryArgs]{
+			JobRow: &rivertype.JobRow{ID: id, Errors: make([]rivertype.AttemptError, errs)},
+			Args:   claim.DeliveryArgs{Provider: "stripe", EventID: "evt_1", Route: route},
+		}
+	}
+
+	t.Run("FirstRetryNearInitial", func(t *testing.T) {
+		t.Parallel()
+		d := w.NextRetry(job(1, "ship", 0)).Sub(now)
+		require.GreaterOrEqual(t, d, 500*time.Millisecond)
+		require.LessOrEqual(t, d, 1500*time.Millisecond)
+	})
+
+	t.Run("CountsEarlierErrors", func(t *testing.T) {
+		t.Parallel()
+		// Fourth failure: interval 8s, jittered to [4s, 12s].
+		d := w.NextRetry(job(2, "ship", 3)).Sub(now)
+		require.GreaterOrEqual(t, d, 4*time.Second)
+		require.LessOrEqual(t, d, 12*time.Second)
+	})
+
+	t.Run("RetryAfterHintIsUsedOnce", func(t *testing.T) {
+		t.Parallel()
+		w.putHint(3, 20*time.Second)
+		require.Equal(t, now.Add(20*time.Second), w.NextRetry(job(3, "ship", 0)))
+		require.LessOrEqual(t, w.NextRetry(job(3, "ship", 0)).Sub(now), 1500*time.Millisecond)
+	})
+
+	t.Run("RetryAfterHintCappedByMax", func(t *testing.T) {
+		t.Parallel()
+		w.putHint(4, time.Hour)
+		require.Equal(t, now.Add(30*time.Second), w.NextRetry(job(4, "ship", 0)))
+	})
+
+	t.Run("UnknownRouteLeavesItToRiver", func(t *testing.T) {
+		t.Parallel()
+		require.True(t, w.NextRetry(job(5, "gone", 0)).IsZero())
+	})
+}
+
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{
+		Worker: config.Worker{RescueAfter: config.Duration(12 * time.Second)},
+		Routes: []config.Route{
+			{Name: "fast", Timeout: config.Duration(2 * time.Second)},
+			{Name: "slow", Timeout: config.Duration(10 * time.Second)},
+		},
+	}
+	w, err := NewWorker(Options{Config: cfg})
+	require.NoError(t, err)
+	job := func(route string) *river.Job[claim.DeliveryArgs] {
+		return &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{}, Args: claim.DeliveryArgs{Route: route}}
+	}
+	require.Equal(t, 7*time.Second, w.Timeout(job("fast")))
+	require.Equal(t, 12*time.Second, w.Timeout(job("slow")), "capped by rescue_after")
+	require.Zero(t, w.Timeout(job("gone")))
+	require.Equal(t, 12*time.Second, JobTimeout(cfg))
+	cfg.Worker.RescueAfter = config.Duration(time.Hour)
+	require.Equal(t, 15*time.Second, JobTimeout(cfg))
+}

@@ -1,0 +1,131 @@
+package deliver
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// Outcomes counted by hookgate_deliveries_total, one per job run.
+const (
+	// OutcomeCompleted: the downstream answered 2xx and the delivery is completed.
+	OutcomeCompleted = "completed"
+	// OutcomeRetry: the attempt failed and another will follow.
+	OutcomeRetry = "retry"
+	// OutcomeFailed: the delivery failed for good (rejected, attempts
+	// exhausted, route gone, payload gone).
+	OutcomeFailed = "failed"
+	// OutcomeSkipped: the job ended without a call because its delivery was
+	// no longer processing or no longer exists.
+	OutcomeSkipped = "skipped"
+)
+
+var outcomes = []string{OutcomeCompleted, OutcomeRetry, OutcomeFailed, OutcomeSkipped}
+
+// Metrics are the worker's delivery metrics. Labels are bounded: routes come
+// from the config (or from jobs enqueued under an older one), outcomes from
+// a fixed set. A nil *Metrics records nothing.
+type Metrics struct {
+	deliveries        *prometheus.CounterVec
+	attemptDuration   *prometheus.HistogramVec
+	claimToCompletion prometheus.Histogram
+}
+
+// NewMetrics registers the delivery metrics with reg and sets the counters of
+// routes to zero, so that rates exist before the first delivery.
+func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
+	m := &Metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hookgate", Name: "deliveries_total",
+			Help: "Delivery job runs by route and outcome: completed, retry, failed or skipped.",
+		}, []string{"route", "outcome"}),
+		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "hookgate", Name: "attempt_duration_seconds",
+			Help:    "Duration of downstream calls, by route, whatever their answer.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		claimToCompletion: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "hookgate", Name: "claim_to_completion_seconds",
+			Help:    "Time from an event's first acceptance by ingest to the completion of one of its deliveries, retries included.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
+		}),
+	}
+	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion)
+	for _, r := range routes {
+		for _, o := range outcomes {
+			m.deliveries.WithLabelValues(r, o)
+		}
+	}
+	return m
+}
+
+func (m *Metrics) outcome(route, outcome string) {
+	if m != nil {
+		m.deliveries.WithLabelValues(route, outcome).Inc()
+	}
+}
+
+func (m *Metrics) attempt(route string, d time.Duration) {
+	if m != nil {
+		m.attemptDuration.WithLabelValues(route).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) completed(sinceClaim time.Duration) {
+	if m != nil {
+		m.claimToCompletion.Observe(max(sinceClaim, 0).Seconds())
+	}
+}
+
+// BacklogCollector reports hookgate_claims_processing and
+// hookgate_oldest_processing_claim_age_seconds, measured at each scrape so
+// that they are true whichever worker replica is scraped. The query uses the
+// partial index on processing claims and is bounded by a timeout; when it
+// fails, the scrape reports the error for these two metrics and still
+// serves the others.
+type BacklogCollector struct {
+	backlog    func(context.Context) (claim.Backlog, error)
+	timeout    time.Duration
+	logger     *slog.Logger
+	processing *prometheus.Desc
+	oldestAge  *prometheus.Desc
+}
+
+// NewBacklogCollector returns a collector that measures with backlog (e.g.
+// claim.Store.Backlog), giving each measurement timeout.
+func NewBacklogCollector(backlog func(context.Context) (claim.Backlog, error), timeout time.Duration, logger *slog.Logger) *BacklogCollector {
+	return &BacklogCollector{
+		backlog: backlog,
+		timeout: timeout,
+		logger:  logger,
+		processing: prometheus.NewDesc("hookgate_claims_processing",
+			"Claims with at least one delivery still processing.", nil, nil),
+		oldestAge: prometheus.NewDesc("hookgate_oldest_processing_claim_age_seconds",
+			"Age of the oldest claim still processing; 0 when none.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.processing
+	ch <- c.oldestAge
+}
+
+// Collect implements prometheus.Collector.
+func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	b, err := c.backlog(ctx)
+	if err != nil {
+		c.logger.Warn("measuring the backlog for metrics failed", slog.String("error", err.Error()))
+		ch <- prometheus.NewInvalidMetric(c.processing, err)
+		ch <- prometheus.NewInvalidMetric(c.oldestAge, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.processing, prometheus.GaugeValue, float64(b.Processing))
+	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, b.OldestAge.Seconds())
+}

@@ -1,0 +1,253 @@
+package deliver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// verdict is what one attempt's answer means for its delivery.
+type verdict int
+
+const (
+	// delivered: a 2xx; the delivery is completed.
+	delivered verdict = iota + 1
+	// retryable: worth another attempt (408, 409, 425, 429, 5xx, timeout,
+	// connection error) while attempts remain.
+	retryable
+	// rejected: no attempt will do better (any other 4xx, a redirect); the
+	// delivery fails at once.
+	rejected
+)
+
+func (v verdict) String() string {
+	switch v {
+	case delivered:
+		return "delivered"
+	case retryable:
+		return "retryable"
+	case rejected:
+		return "rejected"
+	}
+	return "unknown"
+}
+
+// maxReasonLen bounds last_error. A reason is one line of printable text.
+const maxReasonLen = 500
+
+// maxSnippetLen bounds the part of a response body quoted in a reason.
+const maxSnippetLen = 120
+
+// maxRetryAfter bounds a parsed Retry-After before it is capped by the
+// route's backoff.max, so that absurd values cannot overflow a Duration.
+const maxRetryAfter = 365 * 24 * time.Hour
+
+// outcome is the classified result of one attempt.
+type outcome struct {
+	verdict verdict
+	// status is the HTTP status, 0 when no response arrived.
+	status int
+	// reason says why an attempt did not deliver: sanitized and bounded, so
+	// it can go to last_error, logs and River's job errors. Empty on delivery.
+	reason string
+	// retryAfter is what a retryable answer's Retry-After header asked for; 0 when none.
+	retryAfter time.Duration
+}
+
+// classifyStatus maps a downstream HTTP status to a verdict, per the contract.
+func classifyStatus(code int) verdict {
+	switch {
+	case code >= 200 && code <= 299:
+		return delivered
+	case code == http.StatusRequestTimeout, code == http.StatusConflict,
+		code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return retryable
+	case code >= 300 && code <= 499:
+		// 3xx: redirects are not followed (the route's URL is the contract
+		// with the downstream, and a redirect could leak the payload
+		// elsewhere); other 4xx: the request itself is refused.
+		return rejected
+	default:
+		// 5xx, and anything outside the standard ranges.
+		return retryable
+	}
+}
+
+// responseOutcome classifies a response from its status, headers and the
+// first bytes of its body.
+func responseOutcome(code int, h http.Header, body []byte, now time.Time) outcome {
+	o := outcome{verdict: classifyStatus(code), status: code}
+	if o.verdict == delivered {
+		return o
+	}
+	reason := "HTTP " + strconv.Itoa(code)
+	if text := http.StatusText(code); text != "" {
+		reason += " " + text
+	}
+	if code >= 300 && code <= 399 {
+		reason = "redirected (" + reason + "); redirects are not followed"
+	}
+	if s := snippet(body); s != "" {
+		reason += ": " + s
+	}
+	o.reason = bound(reason)
+	if o.verdict == retryable {
+		o.retryAfter = parseRetryAfter(h.Get("Retry-After"), now)
+	}
+	return o
+}
+
+// errorOutcome classifies a request that got no response. Every such
+// failure is retryable: the downstream may be back on the next attempt.
+func errorOutcome(err error, timeout time.Duration) outcome {
+	return outcome{verdict: retryable, reason: bound(describe(err, timeout))}
+}
+
+// describe names a transport failure for an operator without quoting the
+// URL (url.Error would), headers, or anything the downstream sent.
+func describe(err error, timeout time.Duration) string {
+	var (
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		hostErr x509.HostnameError
+		authErr x509.UnknownAuthorityError
+		recErr  tls.RecordHeaderError
+		netErr  net.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout after " + timeout.String()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by peer"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "DNS lookup failed: host " + clean(dnsErr.Name) + " not found"
+		}
+		return "DNS lookup failed for host " + clean(dnsErr.Name)
+	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr):
+		return "TLS certificate not accepted"
+	case errors.As(err, &recErr):
+		return "TLS handshake failed (is the route's URL http rather than https?)"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the downstream before a response"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // url.Error's text repeats the method and the full URL
+	}
+	return "connection error: " + clean(err.Error())
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+// Anything else, or a date in the past, is 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || secs > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryAfter)
+	}
+	return 0
+}
+
+// snippet returns the first line of a response body, cleaned and cut to
+// maxSnippetLen, so that a downstream's short error message ("missing field
+// order_id") reaches the operator. Bodies that are not text give nothing.
+func snippet(body []byte) string {
+	if i := strings.IndexAny(string(body), "\r\n"); i >= 0 {
+		body = body[:i]
+	}
+	// The read may have cut a multi-byte character short; drop the stub.
+	for len(body) > 0 && !utf8.Valid(body) {
+		body = body[:len(body)-1]
+	}
+	s := strings.TrimSpace(clean(string(body)))
+	if s == "" {
+		return ""
+	}
+	return truncate(s, maxSnippetLen)
+}
+
+// clean replaces control characters and invalid UTF-8 with spaces and
+// collapses runs of whitespace, leaving one printable line.
+func clean(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// bound cleans s and cuts it to maxReasonLen bytes.
+func bound(s string) string { return truncate(clean(s), maxReasonLen) }
+
+// truncate cuts s to at most n bytes on a character boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// headerValue makes s safe as an HTTP header value: a verified event type is
+// whatever the provider put in the body, and a control character in it
+// would make every attempt fail before it is sent.
+func headerValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// retryError is what Work returns for a retryable attempt, so that River
+// schedules the next one. Its text lands in the job's errors.
+type retryError struct {
+	reason     string
+	retryAfter time.Duration
+}
+
+func (e *retryError) Error() string {
+	if e.retryAfter > 0 {
+		return fmt.Sprintf("%s (Retry-After %s)", e.reason, e.retryAfter)
+	}
+	return e.reason
+}

@@ -1,0 +1,112 @@
+package deliver
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+const testSigningSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestRequest(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Routes: []config.Route{
+		{Name: "ship", URL: "http://downstream.internal/hooks/ship", SigningSecretEnv: "SHIP_SECRET"},
+		{Name: "mail", URL: "http://downstream.internal/hooks/mail"},
+	}}
+	w, err := NewWorker(Options{Config: cfg, SigningSecrets: map[string][]byte{"ship": []byte(testSigningSecret)}})
+	require.NoError(t, err)
+	payload := []byte("{\"id\":\"evt_1\",\n \"type\":\"invoice.paid\", \"amount\": 1e3}  \n")
+	d := claim.Delivery{
+		Provider: "stripe", EventID: "evt_1", Route: "ship", AttemptCount: 2,
+		EventType: "invoice.paid", ContentType: "application/json; charset=utf-8", Payload: payload,
+	}
+
+	t.Run("CarriesTheContractHeadersAndTheBodyByteForByte", func(t *testing.T) {
+		t.Parallel()
+		r, _ := cfg.Route("ship")
+		req, err := w.request(context.Background(), r, d)
+		require.NoError(t, err)
+		require.Equal(t, http.MethodPost, req.Method)
+		require.Equal(t, "http://downstream.internal/hooks/ship", req.URL.String())
+		body, err := io.ReadAll(req.Body)
+		require.NoError(t, err)
+		require.Equal(t, payload, body)
+		require.Equal(t, int64(len(payload)), req.ContentLength)
+
+		key := IdempotencyKey("stripe", "evt_1", "ship")
+		for name, want := range map[string]string{
+			"Content-Type":        "application/json; charset=utf-8",
+			"User-Agent":          "hookgate",
+			"Idempotency-Key":     key,
+			"Hookgate-Provider":   "stripe",
+			"Hookgate-Event-Id":   "evt_1",
+			"Hookgate-Event-Type": "invoice.paid",
+			"Hookgate-Route":      "ship",
+			"Hookgate-Attempt":    "3", // two attempts recorded before this one
+			"Webhook-Id":          key,
+		} {
+			require.Equal(t, want, req.Header.Get(name), name)
+		}
+	})
+
+	t.Run("SignatureVerifiesWithTheOfficialLibrary", func(t *testing.T) {
+		t.Parallel()
+		r, _ := cfg.Route("ship")
+		req, err := w.request(context.Background(), r, d)
+		require.NoError(t, err)
+		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now(), time.Unix(ts, 0), 5*time.Second)
+
+		wh, err := standardwebhooks.NewWebhook(testSigningSecret)
+		require.NoError(t, err)
+		require.NoError(t, wh.Verify(payload, req.Header))
+
+		require.Error(t, wh.Verify(append([]byte(nil), append(payload, ' ')...), req.Header), "a changed body must not verify")
+		other, err := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString([]byte("another key, 32 bytes long......")))
+		require.NoError(t, err)
+		require.Error(t, other.Verify(payload, req.Header), "another secret must not verify")
+	})
+
+	t.Run("UnsignedRouteSendsNoSignature", func(t *testing.T) {
+		t.Parallel()
+		r, _ := cfg.Route("mail")
+		md := d
+		md.Route, md.ContentType = "mail", ""
+		req, err := w.request(context.Background(), r, md)
+		require.NoError(t, err)
+		for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "Content-Type"} {
+			require.Empty(t, req.Header.Values(h), h)
+		}
+		require.Equal(t, IdempotencyKey("stripe", "evt_1", "mail"), req.Header.Get("Idempotency-Key"))
+	})
+
+	t.Run("ControlCharactersInTheEventTypeCannotBreakTheRequest", func(t *testing.T) {
+		t.Parallel()
+		r, _ := cfg.Route("mail")
+		md := d
+		md.Route, md.EventType = "mail", "invoice.paid\r\nX-Injected: 1"
+		req, err := w.request(context.Background(), r, md)
+		require.NoError(t, err)
+		require.Equal(t, "invoice.paid  X-Injected: 1", req.Header.Get("Hookgate-Event-Type"))
+		require.Empty(t, req.Header.Get("X-Injected"))
+	})
+
+	t.Run("BadSigningSecretIsReportedWithoutItsValue", func(t *testing.T) {
+		t.Parallel()
+		_, err := NewWorker(Options{Config: cfg, SigningSecrets: map[string][]byte{"ship": []byte("whsec_not base64!")}})
+		require.ErrorContains(t, err, "routes[0].signing_secret_env: SHIP_SECRET does not hold a Standard Webhooks secret")
+		require.NotContains(t, err.Error(), "not base64!")
+	})
+}

@@ -1,0 +1,429 @@
+// Package deliver performs the side effects: a River worker that sends one
+// delivery to its route with a stable Idempotency-Key, classifies the answer,
+// and records the outcome in the same transaction that ends the job.
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+// attemptGrace is how much longer than a route's timeout River gives one job
+// run: time to load the delivery before the call and record it after.
+const attemptGrace = 5 * time.Second
+
+// recordTimeout bounds the transaction that records an attempt. It runs on a
+// context detached from the job's, so that an answer that arrived just as
+// the worker began to stop is still written down.
+const recordTimeout = 10 * time.Second
+
+// Body bytes read from a response: a short prefix to quote in a failure
+// reason, then up to drainBytes more so the connection can be reused.
+const (
+	snippetBytes = 4 << 10
+	drainBytes   = 64 << 10
+)
+
+// DB is where the worker reads deliveries and begins its transactions: the
+// pool in production, a test's transaction under rivertest.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	claim.Querier
+}
+
+// Options configure a Worker.
+type Options struct {
+	// Config gives each delivery's route: URL, timeout, backoff.
+	Config *config.Config
+	// SigningSecrets maps a route name to its Standard Webhooks secret
+	// (config.Secrets.Route). Routes without one are sent unsigned.
+	SigningSecrets map[string][]byte
+	// DB is the database; see DB.
+	DB DB
+	// HTTPClient makes the downstream calls. It must not follow redirects.
+	// Default NewHTTPClient(Config.Worker.Concurrency).
+	HTTPClient *http.Client
+	// Logger receives one line per attempt outcome.
+	Logger *slog.Logger
+	// Metrics records outcomes and durations; nil records none.
+	Metrics *Metrics
+}
+
+// Worker is the River worker of claim.DeliveryArgs jobs. One job run is at
+// most one downstream call. Its outcome is recorded like this:
+//
+//   - 2xx: the delivery is completed and the job completed in one
+//     transaction (river.JobCompleteTx), so a crash can never leave one
+//     without the other.
+//   - a rejection (4xx other than 408, 409, 425, 429; a redirect), or a
+//     retryable failure on the job's last attempt: the delivery is failed
+//     and the job completed, again in one transaction. River has no
+//     transactional "fail job", so such a job shows as completed in River;
+//     the delivery table is the authority on what happened, and its
+//     last_error says why.
+//   - a retryable failure with attempts left: the attempt is recorded and
+//     Work returns an error, so River schedules the next run at NextRetry.
+//   - a call cut short because the worker is stopping: the attempt is
+//     recorded as interrupted and the job goes back to the queue without
+//     using one of its attempts.
+//
+// A job whose delivery is no longer processing (completed by a run whose job
+// was then rescued, or settled by an operator) ends without a call.
+//
+// A worker that dies mid-call leaves its job running until River's rescuer
+// makes it retryable after worker.rescue_after; the next run sends the same
+// Idempotency-Key, and the downstream's dedupe absorbs the repeat. That
+// crashed attempt is not counted in the delivery's attempt_count, so the
+// Hookgate-Attempt number it carried is sent again. Likewise, when an
+// outcome cannot be recorded (the database is unreachable), Work returns an
+// error and River runs the job again, under the same key; if that was the
+// job's last attempt, River discards the job and the reconciler fails the
+// delivery.
+type Worker struct {
+	river.WorkerDefaults[claim.DeliveryArgs]
+
+	cfg     *config.Config
+	signers map[string]*standardwebhooks.Webhook
+	db      DB
+	client  *http.Client
+	logger  *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+
+	// hints carries a Retry-After from Work to NextRetry, by job ID. River
+	// calls NextRetry with the job row as it was before the failed run, so
+	// the run's own error is not in job.Errors yet; both calls happen in this
+	// process, one right after the other.
+	mu    sync.Mutex
+	hints map[int64]time.Duration
+}
+
+// NewWorker returns a delivery worker. It fails when a route's signing
+// secret is not a Standard Webhooks secret, naming the route, never the value.
+func NewWorker(o Options) (*Worker, error) {
+	w := &Worker{
+		cfg:     o.Config,
+		signers: map[string]*standardwebhooks.Webhook{},
+		db:      o.DB,
+		client:  o.HTTPClient,
+		logger:  o.Logger,
+		metrics: o.Metrics,
+		now:     time.Now,
+		hints:   map[int64]time.Duration{},
+	}
+	if w.client == nil {
+		w.client = NewHTTPClient(o.Config.Worker.Concurrency)
+	}
+	if w.logger == nil {
+		w.logger = slog.New(slog.DiscardHandler)
+	}
+	for i, r := range o.Config.Routes {
+		secret, ok := o.SigningSecrets[r.Name]
+		if !ok {
+			continue
+		}
+		wh, err := standardwebhooks.NewWebhook(string(secret))
+		if err != nil {
+			return nil, fmt.Errorf("routes[%d].signing_secret_env: %s does not hold a Standard Webhooks secret (whsec_ followed by base64)",
+				i, r.SigningSecretEnv)
+		}
+		w.signers[r.Name] = wh
+	}
+	return w, nil
+}
+
+// NewHTTPClient returns the client for downstream calls: connections are
+// kept for reuse up to concurrency per host, and redirects are answered
+// rather than followed. Each attempt bounds itself with its route's timeout.
+func NewHTTPClient(concurrency int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(100, concurrency)
+	t.MaxIdleConnsPerHost = max(2, concurrency)
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// JobTimeout is the River client's JobTimeout for cfg: the longest route
+// timeout plus a grace for the database work around the call, but never more
+// than worker.rescue_after, which River requires.
+func JobTimeout(cfg *config.Config) time.Duration {
+	var longest time.Duration
+	for _, r := range cfg.Routes {
+		longest = max(longest, r.Timeout.D())
+	}
+	return jobTimeout(longest, cfg.Worker.RescueAfter.D())
+}
+
+func jobTimeout(routeTimeout, rescueAfter time.Duration) time.Duration {
+	return min(routeTimeout+attemptGrace, rescueAfter)
+}
+
+// Timeout implements river.Worker: the route's timeout plus a grace, capped
+// by worker.rescue_after so that a live run is never rescued. A job of a
+// route that is gone gets River's default; it makes no call.
+func (w *Worker) Timeout(job *river.Job[claim.DeliveryArgs]) time.Duration {
+	r, ok := w.cfg.Route(job.Args.Route)
+	if !ok {
+		return 0
+	}
+	return jobTimeout(r.Timeout.D(), w.cfg.Worker.RescueAfter.D())
+}
+
+// NextRetry implements river.Worker: the route's backoff after the job's
+// n-th failed run (n = len(job.Errors)+1, since River passes the row as it
+// was before this run), lengthened to a Retry-After the downstream sent, and
+// capped by backoff.max either way.
+func (w *Worker) NextRetry(job *river.Job[claim.DeliveryArgs]) time.Time {
+	hint := w.takeHint(job.ID)
+	r, ok := w.cfg.Route(job.Args.Route)
+	if !ok {
+		return time.Time{} // River's default; the next run fails the delivery
+	}
+	return w.now().Add(retryDelay(r.Backoff, len(job.Errors)+1, hint))
+}
+
+func (w *Worker) putHint(jobID int64, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hints[jobID] = d
+}
+
+func (w *Worker) takeHint(jobID int64) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.hints[jobID]
+	delete(w.hints, jobID)
+	return d
+}
+
+// Work implements river.Worker: at most one downstream call for the
+// delivery, then its outcome recorded (see Worker).
+func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) error {
+	k := claim.Key{Provider: job.Args.Provider, EventID: job.Args.EventID, Route: job.Args.Route}
+	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
+		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
+
+	d, err := claim.LoadDelivery(ctx, w.db, k)
+	if errors.Is(err, claim.ErrNotFound) {
+		w.metrics.outcome(k.Route, OutcomeSkipped)
+		log.Warn("delivery no longer exists; job ends without a call")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status != claim.Processing {
+		// Completed by an earlier run whose job was rescued, or settled by an
+		// operator: the downstream already had its chance.
+		w.metrics.outcome(k.Route, OutcomeSkipped)
+		log.Info("delivery is already " + string(d.Status) + "; job ends without a call")
+		return nil
+	}
+	route, ok := w.cfg.Route(k.Route)
+	if !ok {
+		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
+	}
+	if d.Payload == nil {
+		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+			reason: "the event's payload was cleared by retention before it was delivered"}, false)
+	}
+
+	start := time.Now()
+	o := w.call(ctx, route, d)
+	w.metrics.attempt(k.Route, time.Since(start))
+	log = log.With(slog.Int("attempt", d.AttemptCount+1), slog.Duration("duration", time.Since(start)))
+	if o.status != 0 {
+		log = log.With(slog.Int("status", o.status))
+	}
+
+	switch {
+	case o.verdict == delivered, o.verdict == rejected:
+		return w.end(ctx, job, log, d, o, true)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return w.interrupted(ctx, log, d, o)
+	case job.Attempt >= job.MaxAttempts:
+		o.reason = bound(fmt.Sprintf("attempts exhausted (%d of %d): %s", job.Attempt, job.MaxAttempts, o.reason))
+		return w.end(ctx, job, log, d, o, true)
+	default:
+		return w.retry(ctx, job, log, d, o)
+	}
+}
+
+// call makes the one downstream request of this run and classifies its answer.
+func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery) outcome {
+	timeout := r.Timeout.D()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := w.request(ctx, r, d)
+	if err != nil {
+		return outcome{verdict: rejected, reason: bound(err.Error())}
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return errorOutcome(err, timeout)
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
+	return responseOutcome(resp.StatusCode, resp.Header, head, w.now())
+}
+
+// request builds what the contract says the worker sends downstream.
+func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
+	}
+	key := IdempotencyKey(d.Provider, d.EventID, d.Route)
+	h := req.Header
+	if d.ContentType != "" {
+		h.Set("Content-Type", headerValue(d.ContentType))
+	}
+	h.Set("User-Agent", "hookgate")
+	h.Set("Idempotency-Key", key)
+	h.Set("Hookgate-Provider", d.Provider)
+	h.Set("Hookgate-Event-Id", d.EventID)
+	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
+	h.Set("Hookgate-Route", d.Route)
+	h.Set("Hookgate-Attempt", strconv.Itoa(d.AttemptCount+1))
+	if wh := w.signers[r.Name]; wh != nil {
+		ts := w.now()
+		sig, err := wh.Sign(key, ts, d.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
+		}
+		h.Set(standardwebhooks.HeaderWebhookID, key)
+		h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+		h.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	}
+	return req, nil
+}
+
+// end records a final outcome (delivered, or failed for good) and completes
+// the job, in one transaction. attempted says whether a call was made.
+func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+	d claim.Delivery, o outcome, attempted bool,
+) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	res := claim.AttemptResult{Status: claim.Completed, Attempted: attempted}
+	if o.verdict != delivered {
+		res = claim.AttemptResult{Status: claim.Failed, Attempted: attempted, Error: o.reason}
+	}
+	// Detached from the job's cancellation but keeping its values: River's
+	// JobCompleteTx finds its client in them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("recording the outcome of %s: %w", k, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	if err := claim.RecordAttempt(ctx, tx, k, res); err != nil {
+		if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
+			w.metrics.outcome(k.Route, OutcomeSkipped)
+			log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("outcome", o.verdict.String()))
+			return nil
+		}
+		return err
+	}
+	done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		log.Warn("job vanished during this run; outcome not recorded")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("completing job of %s: %w", k, err)
+	}
+	// JobCompleteTx leaves a job that is no longer running untouched and
+	// returns it as it is. If River rescued this run's job (the run outlived
+	// rescue_after), a rescued copy owns the delivery now: roll back and let
+	// it record the outcome, which it will see downstream under the same key.
+	if done.State != rivertype.JobStateCompleted || done.Attempt != job.Attempt {
+		log.Warn("job was rescued during this run; the rescued run will record the outcome",
+			slog.String("job_state", string(done.State)))
+		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("recording the outcome of %s: %w", k, err)
+	}
+
+	if res.Status == claim.Completed {
+		w.metrics.outcome(k.Route, OutcomeCompleted)
+		w.metrics.completed(time.Since(d.ClaimFirstSeen))
+		log.Info("delivered")
+		return nil
+	}
+	w.metrics.outcome(k.Route, OutcomeFailed)
+	log.Error("delivery failed", slog.String("reason", o.reason))
+	return nil
+}
+
+// retry records a failed attempt that another will follow, and returns the
+// error that makes River schedule it.
+func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+	d claim.Delivery, o outcome,
+) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	err := w.record(ctx, k, o.reason)
+	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
+		w.metrics.outcome(k.Route, OutcomeSkipped)
+		log.Warn("delivery was settled elsewhere during this run", slog.String("outcome", o.verdict.String()))
+		return nil
+	}
+	if err != nil {
+		// The job is retried all the same; the attempt goes uncounted.
+		log.Error("recording a failed attempt failed", slog.String("error", err.Error()))
+	}
+	if o.retryAfter > 0 {
+		w.putHint(job.ID, o.retryAfter)
+	}
+	w.metrics.outcome(k.Route, OutcomeRetry)
+	log.Warn("attempt failed; will retry", slog.String("reason", o.reason),
+		slog.Int("job_attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts))
+	return &retryError{reason: o.reason, retryAfter: o.retryAfter}
+}
+
+// interrupted handles a call cut short because the worker is stopping. The
+// attempt is counted (the downstream may have seen it), and the context's
+// error is returned, which River takes as a shutdown: the job goes back to
+// the queue without using one of its attempts.
+func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o outcome) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	if err := w.record(ctx, k, "interrupted: the worker was stopping"); err != nil {
+		log.Warn("recording an interrupted attempt failed", slog.String("error", err.Error()))
+	}
+	log.Info("attempt interrupted by shutdown; the job returns to the queue", slog.String("reason", o.reason))
+	return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
+}
+
+// record counts a failed attempt that leaves the delivery processing.
+func (w *Worker) record(ctx context.Context, k claim.Key, reason string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
+		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.Processing, Attempted: true, Error: reason})
+	})
+}

@@ -1,0 +1,355 @@
+package deliver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/deliver"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// downstream records what it is sent and answers with respond.
+type downstream struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []recorded
+	respond  func(n int, r *http.Request) int // n counts requests from 1
+}
+
+type recorded struct {
+	header http.Header
+	body   []byte
+}
+
+func newDownstream(t *testing.T, respond func(n int, r *http.Request) int) *downstream {
+	t.Helper()
+	d := &downstream{respond: respond}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		d.mu.Lock()
+		d.requests = append(d.requests, recorded{header: r.Header.Clone(), body: body})
+		n := len(d.requests)
+		d.mu.Unlock()
+		w.WriteHeader(d.respond(n, r))
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+func (d *downstream) received() []recorded {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]recorded(nil), d.requests...)
+}
+
+func status(code int) func(int, *http.Request) int {
+	return func(int, *http.Request) int { return code }
+}
+
+// bundle is what the worker tests need: a database of their own holding
+// committed claims, a store, a River client to find jobs with, and a
+// downstream.
+type bundle struct {
+	db     *dbtest.DB
+	cfg    *config.Config
+	store  *claim.Store
+	client *river.Client[pgx.Tx]
+	down   *downstream
+}
+
+// setup configures routes ship (3 attempts) and mail (1 attempt), both
+// pointing at a downstream answering with respond.
+func setup(t *testing.T, respond func(n int, r *http.Request) int) bundle {
+	t.Helper()
+	db := dbtest.NewDB(t)
+	down := newDownstream(t, respond)
+	route := func(name string, attempts int) config.Route {
+		return config.Route{
+			Name: name, Provider: "stripe", Events: []string{"*"}, URL: down.URL + "/" + name,
+			Timeout: config.Duration(2 * time.Second), MaxAttempts: attempts,
+			Backoff: config.Backoff{Initial: config.Duration(10 * time.Millisecond), Max: config.Duration(100 * time.Millisecond)},
+		}
+	}
+	cfg := &config.Config{
+		Worker: config.Worker{Concurrency: 4, RescueAfter: config.Duration(time.Minute)},
+		Routes: []config.Route{route("ship", 3), route("mail", 1)},
+	}
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, client, func(r string) int {
+		rt, _ := cfg.Route(r)
+		return rt.MaxAttempts
+	})
+	return bundle{db: db, cfg: cfg, store: store, client: client, down: down}
+}
+
+// claimed commits a claim of stripe event id fanned out to routes.
+func (b bundle) claimed(t *testing.T, id string, routes ...string) {
+	t.Helper()
+	res, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
+		ContentType: "application/json", Payload: []byte(`{"id":"` + id + `"}`)}, routes, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.Claimed, res.Outcome)
+}
+
+// begin returns a transaction rolled back when t ends, for the worker to
+// work in, and a worker whose database is that transaction.
+func (b bundle) begin(t *testing.T) (pgx.Tx, *deliver.Worker) {
+	t.Helper()
+	tx, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
+	require.NoError(t, err)
+	return tx, w
+}
+
+// job returns the delivery job of id's route, as seen from tx.
+func (b bundle) job(t *testing.T, tx pgx.Tx, id, route string) *rivertype.JobRow {
+	t.Helper()
+	res, err := b.client.JobListTx(t.Context(), tx, river.NewJobListParams().Kinds(claim.DeliveryKind).First(100))
+	require.NoError(t, err)
+	for _, j := range res.Jobs {
+		var a claim.DeliveryArgs
+		require.NoError(t, json.Unmarshal(j.EncodedArgs, &a))
+		if a.EventID == id && a.Route == route {
+			return j
+		}
+	}
+	t.Fatalf("no job for %s/%s", id, route)
+	return nil
+}
+
+// work runs the worker on a job inside tx, as River would.
+func work(t *testing.T, tx pgx.Tx, w *deliver.Worker, job *rivertype.JobRow) (*rivertest.WorkResult, error) {
+	t.Helper()
+	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).WorkJob(t.Context(), t, tx, job)
+}
+
+func delivery(t *testing.T, q claim.Querier, id, route string) claim.Delivery {
+	t.Helper()
+	d, err := claim.LoadDelivery(t.Context(), q, claim.Key{Provider: "stripe", EventID: id, Route: route})
+	require.NoError(t, err)
+	return d
+}
+
+func claimStatus(t *testing.T, q claim.Querier, id string) claim.Status {
+	t.Helper()
+	var s claim.Status
+	require.NoError(t, q.QueryRow(t.Context(),
+		`SELECT status FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = $1`, id).Scan(&s))
+	return s
+}
+
+func TestWork(t *testing.T) {
+	t.Parallel()
+
+	t.Run("SuccessCompletesDeliveryAndJobTogether", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusNoContent))
+		b.claimed(t, "evt_ok", "ship")
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_ok", "ship"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		require.Equal(t, rivertype.JobStateCompleted, res.Job.State)
+
+		d := delivery(t, tx, "evt_ok", "ship")
+		require.Equal(t, claim.Completed, d.Status)
+		require.Equal(t, 1, d.AttemptCount)
+		require.Equal(t, claim.Completed, claimStatus(t, tx, "evt_ok"))
+
+		reqs := b.down.received()
+		require.Len(t, reqs, 1)
+		require.Equal(t, deliver.IdempotencyKey("stripe", "evt_ok", "ship"), reqs[0].header.Get("Idempotency-Key"))
+		require.Equal(t, "1", reqs[0].header.Get("Hookgate-Attempt"))
+		require.Equal(t, `{"id":"evt_ok"}`, string(reqs[0].body))
+	})
+
+	t.Run("DeliveryNoLongerProcessingMakesNoCall", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusOK))
+		b.claimed(t, "evt_done", "ship")
+		// An earlier run completed the delivery, but its job lived on (it
+		// was rescued and retried, say).
+		require.NoError(t, pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
+			return claim.RecordAttempt(t.Context(), tx, claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
+				claim.AttemptResult{Status: claim.Completed, Attempted: true})
+		}))
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_done", "ship"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		require.Empty(t, b.down.received())
+		require.Equal(t, 1, delivery(t, tx, "evt_done", "ship").AttemptCount)
+	})
+
+	t.Run("RetryableFailureIsRecordedAndRetried", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusServiceUnavailable))
+		b.claimed(t, "evt_503", "ship")
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_503", "ship"))
+		require.ErrorContains(t, err, "HTTP 503 Service Unavailable")
+		require.Equal(t, river.EventKindJobFailed, res.EventKind)
+		require.Contains(t, []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRetryable}, res.Job.State)
+		require.WithinDuration(t, time.Now(), res.Job.ScheduledAt, time.Second, "next run per the route's 10ms–100ms backoff")
+
+		d := delivery(t, tx, "evt_503", "ship")
+		require.Equal(t, claim.Processing, d.Status)
+		require.Equal(t, 1, d.AttemptCount)
+		require.Equal(t, "HTTP 503 Service Unavailable", d.LastError)
+	})
+
+	t.Run("FailureOnTheLastAttemptFailsDeliveryAndEndsJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusBadGateway))
+		b.claimed(t, "evt_last", "mail") // mail has max_attempts 1
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_last", "mail"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job ends in the transaction that fails the delivery")
+
+		d := delivery(t, tx, "evt_last", "mail")
+		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, 1, d.AttemptCount)
+		require.Equal(t, "attempts exhausted (1 of 1): HTTP 502 Bad Gateway", d.LastError)
+		require.Equal(t, claim.Failed, claimStatus(t, tx, "evt_last"))
+	})
+
+	t.Run("RejectionFailsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusUnprocessableEntity))
+		b.claimed(t, "evt_422", "ship")
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_422", "ship"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		d := delivery(t, tx, "evt_422", "ship")
+		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, 1, d.AttemptCount)
+		require.Equal(t, "HTTP 422 Unprocessable Entity", d.LastError)
+	})
+
+	t.Run("RouteNoLongerConfiguredFailsWithoutACall", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, status(http.StatusOK))
+		b.claimed(t, "evt_gone", "gone")
+		tx, w := b.begin(t)
+
+		res, err := work(t, tx, w, b.job(t, tx, "evt_gone", "gone"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		d := delivery(t, tx, "evt_gone", "gone")
+		require.Equal(t, claim.Failed, d.Status)
+		require.Zero(t, d.AttemptCount)
+		require.Equal(t, `route "gone" is no longer configured`, d.LastError)
+		require.Empty(t, b.down.received())
+	})
+}
+
+// TestWorkAfterRescue runs Work outside rivertest, on committed rows, so
+// that the "rescuer" can change the job from another connection while the
+// downstream call is in flight.
+func TestWorkAfterRescue(t *testing.T) {
+	t.Parallel()
+
+	for _, tt := range []struct {
+		name   string
+		rescue string // what happens to the job during the call
+		state  rivertype.JobState
+	}{
+		{"RescuedJobIsLeftToItsNextRun", `state = 'retryable', scheduled_at = now() + interval '1 hour'`, rivertype.JobStateRetryable},
+		{"RescuedJobAlreadyRunningAgainIsNotCompletedByTheOldRun", `state = 'running', attempt = 2, attempted_at = now()`, rivertype.JobStateRunning},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var jobID int64
+			var b bundle
+			b = setup(t, func(int, *http.Request) int {
+				// The rescuer, as River runs it, from another connection.
+				_, err := b.db.Pool.Exec(context.Background(), `UPDATE river_job SET `+tt.rescue+` WHERE id = $1`, jobID)
+				if err != nil {
+					return http.StatusTeapot
+				}
+				return http.StatusOK
+			})
+			b.claimed(t, "evt_rescued", "ship")
+			ctx := t.Context()
+			var err error
+			require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+				WHERE kind = $1 RETURNING id`, claim.DeliveryKind).Scan(&jobID))
+			row, err := b.client.JobGet(ctx, jobID)
+			require.NoError(t, err)
+			w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})
+			require.NoError(t, err)
+
+			job := &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: "stripe", EventID: "evt_rescued", Route: "ship"}}
+			require.NoError(t, w.Work(rivertest.WorkContext(ctx, b.client), job))
+
+			require.Len(t, b.down.received(), 1)
+			d := delivery(t, b.db.Pool, "evt_rescued", "ship")
+			require.Equal(t, claim.Processing, d.Status, "the outcome belongs to the rescued run")
+			require.Zero(t, d.AttemptCount)
+			after, err := b.client.JobGet(ctx, jobID)
+			require.NoError(t, err)
+			require.Equal(t, tt.state, after.State)
+		})
+	}
+}
+
+// TestConcurrentDeliveriesOfOneClaim completes a claim's two deliveries from
+// two transactions at once: whichever records second sees the first's
+// committed outcome (under the claim row's lock) and completes the claim.
+func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, status(http.StatusOK))
+	b.claimed(t, "evt_fan", "ship", "mail")
+
+	t.Run("Deliveries", func(t *testing.T) {
+		for _, route := range []string{"ship", "mail"} {
+			t.Run(route, func(t *testing.T) {
+				t.Parallel()
+				tx, err := b.db.Pool.Begin(t.Context())
+				require.NoError(t, err)
+				defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
+				w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
+				require.NoError(t, err)
+				res, err := work(t, tx, w, b.job(t, tx, "evt_fan", route))
+				require.NoError(t, err)
+				require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+				require.NoError(t, tx.Commit(t.Context()))
+			})
+		}
+	})
+
+	c, ds, err := b.store.Get(t.Context(), "stripe", "evt_fan")
+	require.NoError(t, err)
+	require.Equal(t, claim.Completed, c.Status)
+	require.Equal(t, 2, c.AttemptCount)
+	for _, d := range ds {
+		require.Equal(t, claim.Completed, d.Status, d.Route)
+	}
+}
