@@ -1,0 +1,20 @@
+// Command worker performs the side effects: it runs the River workers that
+// deliver each event to its routes, the reconciler, and the ops endpoints.
+// `worker migrate` applies the database migrations; `worker claims` lists,
+// shows and retries claims.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookgate/hookgate/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(cli.Exit("worker", run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr), os.Stderr))
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"riverqueue.com/riverui"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/deliver"
+)
+
+const usage = `worker [--config FILE] [--listen ADDR]
+       worker migrate [--config FILE]
+       ` + claimsUsage
+
+// River fetch tuning. A committed claim's job insert sends a NOTIFY, so
+// workers usually hear of new jobs at once; the cooldown bounds how often a
+// worker fetches under load, the poll interval how late it notices a job
+// whose NOTIFY it missed, or a retry that has come due.
+const (
+	fetchCooldown     = 20 * time.Millisecond
+	fetchPollInterval = 200 * time.Millisecond
+)
+
+// Ops server bounds: how long /readyz and the backlog gauges wait for the
+// database, and how long in-flight ops requests get at shutdown.
+const (
+	dbCheckTimeout = 2 * time.Second
+	opsGrace       = 5 * time.Second
+)
+
+// run dispatches to a subcommand; without one, it serves.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
+	if len(args) > 1 {
+		switch args[1] {
+		case "migrate":
+			return cli.Migrate(ctx, "worker", args[2:], env)
+		case "claims":
+			return runClaims(ctx, args[2:], env)
+		}
+	}
+	return serve(ctx, args[1:], env)
+}
+
+// serve wires config → pool → delivery worker → River client → ops server,
+// works jobs until ctx ends, then stops in reverse order: River first (soft,
+// then hard), the ops server, the pool.
+func serve(ctx context.Context, args []string, env cli.Env) error {
+	var common cli.Common
+	fs := cli.NewFlagSet("worker", usage, env, &common)
+	fs.StringVar(&common.Listen, "listen", "", "ops listen address (overrides worker.listen)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", fs.Arg(0))
+	}
+	cfg, err := cli.LoadConfig(common, env)
+	if err != nil {
+		return err
+	}
+	secrets, err := cfg.ResolveSecrets(env.Getenv)
+	if err != nil {
+		return err
+	}
+	if common.Listen != "" {
+		cfg.Worker.Listen = common.Listen
+	}
+	logger := cli.Logger(env)
+
+	pool, err := cli.OpenPool(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	routes := make([]string, len(cfg.Routes))
+	for i, r := range cfg.Routes {
+		routes[i] = r.Name
+	}
+	delivery, err := deliver.NewWorker(deliver.Options{
+		Config:         cfg,
+		SigningSecrets: secrets.Route,
+		DB:             pool,
+		Logger:         logger,
+		Metrics:        deliver.NewMetrics(reg, routes),
+	})
+	if err != nil {
+		return err
+	}
+	maxAttempts := routeMaxAttempts(cfg)
+	reconciler := deliver.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
+		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, delivery)
+	river.AddWorker(workers, reconciler)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:               logger,
+		Workers:              workers,
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Worker.Concurrency}},
+		JobTimeout:           deliver.JobTimeout(cfg),
+		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
+		FetchCooldown:        fetchCooldown,
+		FetchPollInterval:    fetchPollInterval,
+		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob()},
+	})
+	if err != nil {
+		return fmt.Errorf("creating job client: %w", err)
+	}
+	store := claim.NewStore(pool, client, maxAttempts)
+	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger))
+
+	// The UI's background services live until the ops server is closed.
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUI()
+	o := &ops{db: pool, reg: reg, logger: logger}
+	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
+		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+			Endpoints: riverui.NewEndpoints(client, nil),
+			Logger:    logger,
+			Prefix:    uiPrefix,
+		})
+		if err != nil {
+			return fmt.Errorf("creating the River UI: %w", err)
+		}
+		if err := ui.Start(uiCtx); err != nil {
+			return fmt.Errorf("starting the River UI: %w", err)
+		}
+		o.ui, o.uiPassword = ui, password
+	} else {
+		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
+	}
+
+	ln, err := net.Listen("tcp", cfg.Worker.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Worker.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           o.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	// River stops when told to below, not when ctx ends, so that in-flight
+	// attempts get worker.shutdown_timeout to finish.
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("starting job client: %w", err)
+	}
+	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
+		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		serveErr = fmt.Errorf("serving ops endpoints: %w", err)
+		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
+	}
+
+	stopRiver(ctx, client, cfg.Worker.ShutdownTimeout.D(), logger)
+	stopUI()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+	}
+	if serveErr == nil {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = fmt.Errorf("serving ops endpoints: %w", err)
+		}
+	}
+	logger.Info("worker stopped")
+	return serveErr
+}
+
+// stopRiver lets in-flight attempts finish for up to timeout, then cancels
+// those still running. A cancelled attempt is recorded as interrupted and
+// its job goes back to the queue without using up one of its attempts.
+func stopRiver(ctx context.Context, client *river.Client[pgx.Tx], timeout time.Duration, logger *slog.Logger) {
+	logger.Info("worker stopping: finishing in-flight deliveries", slog.Duration("shutdown_timeout", timeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	err := client.Stop(sctx)
+	if err == nil {
+		return
+	}
+	logger.Warn("deliveries still running after shutdown_timeout; cancelling them", slog.String("error", err.Error()))
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
+	defer ccancel()
+	if err := client.StopAndCancel(cctx); err != nil {
+		logger.Error("stopping the job client", slog.String("error", err.Error()))
+	}
+}
+
+// routeMaxAttempts gives a route's max_attempts for jobs enqueued by the
+// worker (reconciler, retries); 0 for a route no longer configured.
+func routeMaxAttempts(cfg *config.Config) func(string) int {
+	return func(route string) int {
+		r, _ := cfg.Route(route)
+		return r.MaxAttempts
+	}
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+var signingSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("worker run test signing key 32b!"))
+
+// writeConfig writes a config whose one route posts to url and returns its path.
+func writeConfig(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookgate.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
+worker:
+  concurrency: 4
+  shutdown_timeout: 2s
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [T_STRIPE]
+routes:
+  - name: ship
+    provider: stripe
+    events: ["*"]
+    url: %s/ship
+    max_attempts: 3
+    backoff: {initial: 10ms, max: 100ms}
+    signing_secret_env: T_SHIP_SIGNING
+`, url)), 0o600))
+	return path
+}
+
+func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestServe(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	var calls atomic.Int32
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+	}))
+	t.Cleanup(down.Close)
+	env := map[string]string{
+		"DATABASE_URL":    db.URL,
+		"HOOKGATE_CONFIG": writeConfig(t, down.URL),
+		"T_STRIPE":        "whsec_stripe",
+		"T_SHIP_SIGNING":  signingSecret,
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
+	waitHealthy(t, "http://"+addr, done)
+
+	resp, err := http.Get("http://" + addr + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
+		[]string{"ship"}, true)
+	require.NoError(t, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, _, err := store.Get(t.Context(), "stripe", "evt_1")
+		require.NoError(t, err)
+		if c.Status == claim.Completed {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not delivered:\n%s", logs.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.EqualValues(t, 1, calls.Load())
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	require.Contains(t, logs.String(), "worker stopped")
+}
+
+func TestStartupErrors(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	cfg := writeConfig(t, "http://127.0.0.1:1")
+	base := map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfg, "T_STRIPE": "whsec_stripe", "T_SHIP_SIGNING": signingSecret}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for bk, bv := range base {
+			m[bk] = bv
+		}
+		m[k] = v
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"SigningSecretMissing", nil, with("T_SHIP_SIGNING", ""),
+			"routes[0].signing_secret_env: environment variable T_SHIP_SIGNING is not set or empty"},
+		{"SigningSecretMalformed", nil, with("T_SHIP_SIGNING", "whsec_???"),
+			"routes[0].signing_secret_env: T_SHIP_SIGNING does not hold a Standard Webhooks secret"},
+		{"NoDatabaseURL", nil, with("DATABASE_URL", ""), "DATABASE_URL is not set"},
+		{"NoConfig", nil, with("HOOKGATE_CONFIG", filepath.Join(t.TempDir(), "missing.yaml")), "does not exist"},
+		{"UnknownCommand", []string{"frobnicate"}, base, `unknown command "frobnicate"`},
+		{"ClaimsWithoutCommand", []string{"claims"}, base, "claims needs a command"},
+		{"UnknownClaimsCommand", []string{"claims", "delete"}, base, `unknown claims command "delete"`},
+		{"ListBadStatus", []string{"claims", "list", "--status", "done"}, base, `--status "done": must be processing, completed, failed or ignored`},
+		{"ShowNeedsKey", []string{"claims", "show", "stripe"}, base, "claims show takes PROVIDER and EVENT_ID"},
+		{"RetryNeedsKeyOrStatus", []string{"claims", "retry"}, base, "claims retry takes PROVIDER and EVENT_ID, or --status failed"},
+		{"RetryBulkOnlyFailed", []string{"claims", "retry", "--status", "completed"}, base, "only failed claims can be retried in bulk"},
+		{"RetryNotBoth", []string{"claims", "retry", "stripe", "evt_1", "--status", "failed"}, base, "either PROVIDER EVENT_ID or --status"},
+		{"ShowUnknownClaim", []string{"claims", "show", "stripe", "evt_missing"}, base, "no claim stripe/evt_missing"},
+		{"RetryUnknownClaim", []string{"claims", "retry", "stripe", "evt_missing"}, base, "no claim stripe/evt_missing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr bytes.Buffer
+			err := run(t.Context(), append([]string{"worker"}, tt.args...), getenv(tt.env), io.Discard, &stderr)
+			require.ErrorContains(t, err, tt.want)
+			require.NotContains(t, err.Error(), "???", "secret values never appear in errors")
+		})
+	}
+}
+
+// TestClaimsNeedNoSecrets runs the claims commands with only DATABASE_URL
+// and the config file: operators can use them where secrets are not at hand.
+func TestClaimsNeedNoSecrets(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
+		[]string{"ship"}, true)
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list"}, env, &out, io.Discard))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2, out.String())
+	require.Regexp(t, `^PROVIDER\s+EVENT ID\s+EVENT TYPE\s+STATUS\s+ATTEMPTS\s+FIRST SEEN\s+LAST ERROR$`, lines[0])
+	require.Regexp(t, `^stripe\s+evt_1\s+invoice.paid\s+processing\s+0\s+\S+\s+-$`, lines[1])
+
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list", "--json", "--provider", "stripe", "--limit", "1"}, env, &out, io.Discard))
+	var c claim.Claim
+	require.NoError(t, json.Unmarshal(out.Bytes(), &c))
+	require.Equal(t, "evt_1", c.EventID)
+
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "show", "stripe", "evt_1"}, env, &out, io.Discard))
+	require.Contains(t, out.String(), "claim:       stripe/evt_1")
+	require.Regexp(t, `ship\s+processing\s+0 \(max_attempts 3\)`, out.String())
+
+	err = run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "stripe/evt_1 is still processing")
+}
+
+func TestBasicAuth(t *testing.T) {
+	t.Parallel()
+	h := basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	for _, tt := range []struct {
+		name       string
+		user, pass string
+		set        bool
+		want       int
+	}{
+		{"NoCredentials", "", "", false, http.StatusUnauthorized},
+		{"WrongPassword", "admin", "s3cre", true, http.StatusUnauthorized},
+		{"WrongUser", "root", "s3cret", true, http.StatusUnauthorized},
+		{"EmptyPassword", "admin", "", true, http.StatusUnauthorized},
+		{"Right", "admin", "s3cret", true, http.StatusTeapot},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodGet, "/riverui/", nil)
+			if tt.set {
+				req.SetBasicAuth(tt.user, tt.pass)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tt.want, rec.Code)
+			if tt.want == http.StatusUnauthorized {
+				require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Basic")
+			}
+		})
+	}
+}
+
+func waitHealthy(t *testing.T, base string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("worker exited before becoming healthy: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("worker did not become healthy")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
