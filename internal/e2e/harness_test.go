@@ -1,0 +1,559 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/deliver"
+)
+
+// Binaries built once by TestMain.
+var bins struct{ ingest, worker string }
+
+// TestMain builds the binaries under test, then runs the tests. They go to a
+// fixed directory, replaced on each run, rather than a temporary one:
+// dbtest.Main exits the process, so nothing would remove it.
+func TestMain(m *testing.M) {
+	dir := filepath.Join(os.TempDir(), "hookgate-e2e-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	for name, dst := range map[string]*string{"ingest": &bins.ingest, "worker": &bins.worker} {
+		path, err := build(dir, name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+		*dst = path
+	}
+	dbtest.Main(m)
+}
+
+// build compiles cmd/name into dir, atomically replacing an earlier build, so
+// that concurrent test runs never exec a half-written file.
+func build(dir, name string) (string, error) {
+	dst := filepath.Join(dir, name)
+	tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, "github.com/hookgate/hookgate/cmd/"+name)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+	}
+	return dst, os.Rename(tmp, dst)
+}
+
+// Secrets of the test provider and of signed routes: whsec_ + base64.
+var (
+	providerSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("e2e provider key, 32 bytes long!"))
+	routeSecret    = "whsec_" + base64.StdEncoding.EncodeToString([]byte("e2e route signing key, 32 bytes"))
+)
+
+// provider is the name of the test's Standard Webhooks provider.
+const provider = "sw"
+
+// route describes one route of a stack's config; its URL is the stack's
+// downstream at /NAME.
+type route struct {
+	name        string
+	events      []string
+	timeout     time.Duration // default 2s
+	maxAttempts int           // default 5
+	initial     time.Duration // backoff; default 10ms
+	max         time.Duration // backoff; default 1s
+	signed      bool
+}
+
+// setting overrides one worker setting of a stack's config.
+type setting struct{ key, value string }
+
+// stack is one test's system: a database of its own, a config file, a
+// downstream, and the processes started on them.
+type stack struct {
+	t       *testing.T
+	db      *dbtest.DB
+	store   *claim.Store
+	cfgPath string
+	down    *downstream
+	env     []string
+}
+
+func newStack(t *testing.T, routes []route, settings ...setting) *stack {
+	t.Helper()
+	db := dbtest.NewDB(t)
+	down := newDownstream(t)
+	s := &stack{t: t, db: db, store: claim.NewStore(db.Pool, nil, nil), down: down}
+
+	worker := map[string]string{
+		"concurrency":        "8",
+		"rescue_after":       "30s",
+		"shutdown_timeout":   "3s",
+		"reconcile_interval": "1m",
+	}
+	for _, st := range settings {
+		worker[st.key] = st.value
+	}
+	var b strings.Builder
+	b.WriteString("ingest:\n  claim_timeout: 10s\nworker:\n")
+	for _, k := range []string{"concurrency", "rescue_after", "shutdown_timeout", "reconcile_interval"} {
+		fmt.Fprintf(&b, "  %s: %s\n", k, worker[k])
+	}
+	fmt.Fprintf(&b, "providers:\n  - name: %s\n    scheme: standard-webhooks\n    secrets_env: [E2E_PROVIDER_SECRET]\n    on_failed_redelivery: reopen\nroutes:\n", provider)
+	for _, r := range routes {
+		events, _ := json.Marshal(r.events)
+		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
+			r.name, provider, events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
+			cmpDur(r.initial, 10*time.Millisecond), cmpDur(r.max, time.Second))
+		if r.signed {
+			b.WriteString("    signing_secret_env: E2E_ROUTE_SECRET\n")
+			down.signed(r.name)
+		}
+	}
+	s.cfgPath = filepath.Join(t.TempDir(), "hookgate.yaml")
+	require.NoError(t, os.WriteFile(s.cfgPath, []byte(b.String()), 0o600))
+
+	// Small pools: several stacks run at once against one server.
+	dbURL, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	q := dbURL.Query()
+	q.Set("pool_max_conns", "6")
+	dbURL.RawQuery = q.Encode()
+	s.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"DATABASE_URL=" + dbURL.String(),
+		"HOOKGATE_CONFIG=" + s.cfgPath,
+		"HOOKGATE_LOG_FORMAT=text",
+		"E2E_PROVIDER_SECRET=" + providerSecret,
+		"E2E_ROUTE_SECRET=" + routeSecret,
+	}
+	return s
+}
+
+func cmpDur(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func cmpInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// proc is a running ingest or worker.
+type proc struct {
+	name string
+	url  string // http://127.0.0.1:PORT
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+// ingest starts an ingest process and waits until it is healthy.
+func (s *stack) ingest() *proc { return s.start("ingest", bins.ingest) }
+
+// worker starts a worker process and waits until it is healthy.
+func (s *stack) worker() *proc { return s.start("worker", bins.worker) }
+
+func (s *stack) start(name, bin string) *proc {
+	t := s.t
+	t.Helper()
+	// A free port can be taken by someone else before the process binds it;
+	// then start over with another.
+	for try := 0; ; try++ {
+		p := s.launch(name, bin)
+		err := p.waitHealthy(30 * time.Second)
+		if err == nil {
+			return p
+		}
+		if try < 3 && strings.Contains(p.out.String(), "address already in use") {
+			continue
+		}
+		t.Fatalf("%s did not become healthy: %v\n%s", name, err, p.out.String())
+	}
+}
+
+func (s *stack) launch(name, bin string) *proc {
+	t := s.t
+	port := freePort(t)
+	p := &proc{
+		name: name,
+		url:  "http://127.0.0.1:" + strconv.Itoa(port),
+		cmd:  exec.Command(bin, "--listen", "127.0.0.1:"+strconv.Itoa(port)),
+		out:  &syncBuffer{},
+		done: make(chan struct{}),
+	}
+	p.cmd.Env = s.env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("%s (pid %d) output:\n%s", p.name, p.cmd.Process.Pid, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) waitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return errors.New("exited")
+		default:
+		}
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("timed out")
+}
+
+// kill ends the process as a crash would (SIGKILL) and waits for it.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks the process to stop (SIGTERM), and kills it if it lingers.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.kill()
+	}
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// run runs the worker binary with args (a CLI command) to completion.
+func (s *stack) run(args ...string) (out string, exitCode int) {
+	s.t.Helper()
+	cmd := exec.Command(bins.worker, args...)
+	cmd.Env = s.env
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(b), ee.ExitCode()
+	}
+	require.NoError(s.t, err)
+	return string(b), 0
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// event is what a test sends: the provider's webhook-id, the body's type, and
+// optionally the object it is about.
+type event struct {
+	id, typ, object string
+}
+
+func (e event) body() []byte {
+	b, _ := json.Marshal(map[string]any{"type": e.typ, "data": map[string]any{"id": cmpStr(e.object, "obj_"+e.id)}})
+	return b
+}
+
+func cmpStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// ack is ingest's answer to a webhook.
+type ack struct {
+	status    int
+	duplicate bool
+}
+
+// send posts e to ingest, signed with secret by the official Standard
+// Webhooks library.
+func (s *stack) send(ingest *proc, e event, secret string) ack {
+	s.t.Helper()
+	body := e.body()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(s.t, err)
+	now := time.Now()
+	sig, err := wh.Sign(e.id, now, body)
+	require.NoError(s.t, err)
+	req, err := http.NewRequest(http.MethodPost, ingest.url+"/webhooks/"+provider, bytes.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", e.id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	var a struct {
+		Duplicate bool `json:"duplicate"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&a)
+	return ack{status: resp.StatusCode, duplicate: a.Duplicate}
+}
+
+// claimed sends e and requires that it won its claim.
+func (s *stack) claimed(ingest *proc, e event) {
+	s.t.Helper()
+	a := s.send(ingest, e, providerSecret)
+	require.Equal(s.t, ack{status: http.StatusOK}, a, "sending %s", e.id)
+}
+
+// waitStatus polls until event id's claim has status want, and returns it
+// with its deliveries.
+func (s *stack) waitStatus(id string, want claim.Status, timeout time.Duration) (claim.Claim, []claim.Delivery) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var c claim.Claim
+	var ds []claim.Delivery
+	var err error
+	for {
+		c, ds, err = s.store.Get(context.Background(), provider, id)
+		if err == nil && c.Status == want {
+			return c, ds
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("claim %s/%s is not %s after %s: %+v %+v (err %v)", provider, id, want, timeout, c, ds, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// deliveryOf returns route's delivery among ds.
+func deliveryOf(t *testing.T, ds []claim.Delivery, route string) claim.Delivery {
+	t.Helper()
+	for _, d := range ds {
+		if d.Route == route {
+			return d
+		}
+	}
+	t.Fatalf("no delivery to %s among %+v", route, ds)
+	return claim.Delivery{}
+}
+
+// jobsOf counts the River jobs of event id, in any state.
+func (s *stack) jobsOf(id string) int {
+	s.t.Helper()
+	var n int
+	require.NoError(s.t, s.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM river_job WHERE kind = $1 AND args ->> 'event_id' = $2`, claim.DeliveryKind, id).Scan(&n))
+	return n
+}
+
+// key is the Idempotency-Key the worker must send for id and route.
+func key(id, route string) string { return deliver.IdempotencyKey(provider, id, route) }
+
+// call is one request the downstream received.
+type call struct {
+	route    string
+	key      string
+	attempt  string // Hookgate-Attempt
+	eventID  string
+	header   http.Header
+	body     []byte
+	at       time.Time
+	verified bool // signature checked with the official library (signed routes)
+	ctx      context.Context
+}
+
+// behaviour decides a route's answer to a call; n counts the calls with the
+// same key, from 1. It may block (watching c.ctx) and set headers on w.
+type behaviour func(c *call, n int, w http.ResponseWriter) int
+
+// downstream is the routes' receiver. Like a real downstream it performs an
+// effect once per Idempotency-Key: a key's first 2xx answer is its effect;
+// later requests with that key are answered without one.
+type downstream struct {
+	*httptest.Server
+	t        *testing.T
+	mu       sync.Mutex
+	calls    []*call
+	done     map[string]bool
+	effects  map[string]int
+	behave   map[string]behaviour
+	isSigned map[string]bool
+}
+
+func newDownstream(t *testing.T) *downstream {
+	d := &downstream{t: t, done: map[string]bool{}, effects: map[string]int{}, behave: map[string]behaviour{}, isSigned: map[string]bool{}}
+	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
+	t.Cleanup(d.Close)
+	return d
+}
+
+func (d *downstream) signed(route string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.isSigned[route] = true
+}
+
+// set makes route answer with b from now on; routes answer 200 by default.
+func (d *downstream) set(route string, b behaviour) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.behave[route] = b
+}
+
+func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	c := &call{
+		route: strings.TrimPrefix(r.URL.Path, "/"), key: r.Header.Get("Idempotency-Key"),
+		attempt: r.Header.Get("Hookgate-Attempt"), eventID: r.Header.Get("Hookgate-Event-Id"),
+		header: r.Header.Clone(), body: body, at: time.Now(), ctx: r.Context(),
+	}
+	d.mu.Lock()
+	if d.isSigned[c.route] {
+		wh, _ := standardwebhooks.NewWebhook(routeSecret)
+		c.verified = wh.Verify(body, r.Header) == nil
+	}
+	d.calls = append(d.calls, c)
+	n := 0
+	for _, o := range d.calls {
+		if o.key == c.key {
+			n++
+		}
+	}
+	b := d.behave[c.route]
+	d.mu.Unlock()
+
+	code := http.StatusOK
+	if b != nil {
+		code = b(c, n, w)
+	}
+	if code >= 200 && code <= 299 {
+		d.effect(c.key)
+	}
+	w.WriteHeader(code)
+}
+
+// effect performs the key's effect unless it was performed already.
+func (d *downstream) effect(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.done[key] {
+		d.done[key] = true
+		d.effects[key]++
+	}
+}
+
+// callsFor returns the calls made with key, in order.
+func (d *downstream) callsFor(key string) []*call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*call
+	for _, c := range d.calls {
+		if c.key == key {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// callsOfEvent returns the calls made for event id, any route.
+func (d *downstream) callsOfEvent(id string) []*call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*call
+	for _, c := range d.calls {
+		if c.eventID == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// effectsOf returns how many effects key had.
+func (d *downstream) effectsOf(key string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.effects[key]
+}
+
+// attempts lists the Hookgate-Attempt headers of key's calls.
+func (d *downstream) attempts(key string) []string {
+	var out []string
+	for _, c := range d.callsFor(key) {
+		out = append(out, c.attempt)
+	}
+	return out
+}
+
+// answers returns a behaviour answering the n-th call with codes[n-1], and
+// the last code after that.
+func answers(codes ...int) behaviour {
+	return func(_ *call, n int, _ http.ResponseWriter) int {
+		return codes[min(n, len(codes))-1]
+	}
+}
