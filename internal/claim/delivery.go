@@ -85,71 +85,166 @@ type AttemptResult struct {
 // attempt count and last error, then the claim's roll-up. It locks the claim
 // row first, so that roll-ups of concurrent deliveries of one claim are
 // serialized and the claim's status is computed from committed siblings.
-// The caller commits tx, typically together with completing the job.
+// The caller commits tx, typically together with completing the job. It
+// returns ErrConflict when the delivery is no longer processing and
+// ErrNotFound when its claim does not exist.
 func RecordAttempt(ctx context.Context, tx pgx.Tx, k Key, r AttemptResult) error {
-	var locked int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2 FOR UPDATE`,
-		k.Provider, k.EventID).Scan(&locked)
-	if errors.Is(err, pgx.ErrNoRows) {
+	recorded, err := RecordAttempts(ctx, tx, []Attempt{{Key: k, Result: r}})
+	switch {
+	case err != nil:
+		return err
+	case !recorded[0] && !claimExists(ctx, tx, k):
 		return fmt.Errorf("recording attempt for %s: %w", k, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("locking claim of %s: %w", k, err)
-	}
-	attempts := 0
-	if r.Attempted {
-		attempts = 1
-	}
-	var lastErr *string
-	if r.Error != "" {
-		lastErr = &r.Error
-	}
-	tag, err := tx.Exec(ctx, `
-UPDATE webhook_deliveries SET
-    status = $4,
-    attempt_count = attempt_count + $5,
-    last_error = coalesce($6, last_error),
-    completed_at = CASE WHEN $4 = 'completed' THEN now() END,
-    updated_at = now()
-WHERE provider = $1 AND event_id = $2 AND route = $3 AND status = 'processing'`,
-		k.Provider, k.EventID, k.Route, r.Status, attempts, lastErr)
-	if err != nil {
-		return fmt.Errorf("updating delivery %s: %w", k, err)
-	}
-	if tag.RowsAffected() == 0 {
+	case !recorded[0]:
 		return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
-	}
-	return rollUp(ctx, tx, k.Provider, k.EventID, attempts, lastErr)
-}
-
-// rollUp recomputes a claim's status from its deliveries: completed once all
-// are completed, failed once one failed and none is processing, else
-// processing. The caller holds the claim row's lock.
-func rollUp(ctx context.Context, tx pgx.Tx, provider, eventID string, attempts int, lastErr *string) error {
-	_, err := tx.Exec(ctx, `
-WITH s AS (
-    SELECT count(*) FILTER (WHERE status = 'processing') AS processing,
-           count(*) FILTER (WHERE status = 'failed')     AS failed
-    FROM webhook_deliveries WHERE provider = $1 AND event_id = $2
-), n AS (
-    SELECT CASE WHEN processing > 0 THEN 'processing'
-                WHEN failed > 0     THEN 'failed'
-                ELSE 'completed' END AS status
-    FROM s
-)
-UPDATE webhook_event_claims c SET
-    status = n.status,
-    completed_at = CASE WHEN n.status = 'completed' THEN coalesce(c.completed_at, now()) END,
-    attempt_count = c.attempt_count + $3,
-    last_error = coalesce($4, c.last_error),
-    updated_at = now()
-FROM n
-WHERE c.provider = $1 AND c.event_id = $2 AND c.status <> 'ignored'`, provider, eventID, attempts, lastErr)
-	if err != nil {
-		return fmt.Errorf("rolling up claim %s/%s: %w", provider, eventID, err)
 	}
 	return nil
 }
+
+// Attempt is one delivery's attempt outcome, for RecordAttempts.
+type Attempt struct {
+	Key    Key
+	Result AttemptResult
+}
+
+// LockClaims takes the row locks of the claims of keys, in key order, so that
+// transactions settling overlapping sets of deliveries never deadlock.
+// Every change of a delivery's status holds its claim's lock first.
+func LockClaims(ctx context.Context, tx pgx.Tx, keys ...Key) error {
+	providers, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], ids[i] = k.Provider, k.EventID
+	}
+	_, err := tx.Exec(ctx, `
+SELECT 1 FROM webhook_event_claims c
+JOIN unnest($1::text[], $2::text[]) AS k(provider, event_id) USING (provider, event_id)
+ORDER BY c.provider, c.event_id
+FOR UPDATE OF c`, providers, ids)
+	if err != nil {
+		return fmt.Errorf("locking %d claims: %w", len(keys), err)
+	}
+	return nil
+}
+
+// claimExists reports whether the claim of k exists, to tell ErrNotFound
+// from ErrConflict after the fact; the happy path never asks.
+func claimExists(ctx context.Context, tx pgx.Tx, k Key) bool {
+	var ok bool
+	_ = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
+		k.Provider, k.EventID).Scan(&ok)
+	return ok
+}
+
+// RecordAttempts is RecordAttempt for many deliveries in one transaction,
+// in three statements whatever their number: lock the claims (LockClaims),
+// update the deliveries still processing, roll their claims up. recorded[i]
+// is false when attempts[i]'s delivery was not processing (settled
+// elsewhere) or does not exist; nothing is written for it. Keys must be
+// distinct.
+func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorded []bool, err error) {
+	keys := make([]Key, len(attempts))
+	n := len(attempts)
+	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
+	statuses, counts, errs := make([]string, n), make([]int32, n), make([]*string, n)
+	for i, a := range attempts {
+		keys[i] = a.Key
+		providers[i], ids[i], routes[i] = a.Key.Provider, a.Key.EventID, a.Key.Route
+		statuses[i] = string(a.Result.Status)
+		if a.Result.Attempted {
+			counts[i] = 1
+		}
+		if a.Result.Error != "" {
+			errs[i] = &a.Result.Error
+		}
+	}
+	if err := LockClaims(ctx, tx, keys...); err != nil {
+		return nil, err
+	}
+	// The claims' locks are held: this statement's snapshot, taken after
+	// them, sees every sibling delivery that settled before us. The roll-up
+	// is a separate statement so that it sees this one's updates.
+	rows, err := tx.Query(ctx, `
+UPDATE webhook_deliveries d SET
+    status = v.status,
+    attempt_count = d.attempt_count + v.attempts,
+    last_error = coalesce(v.error, d.last_error),
+    completed_at = CASE WHEN v.status = 'completed' THEN now() END,
+    updated_at = now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
+    AS v(provider, event_id, route, status, attempts, error)
+WHERE d.provider = v.provider AND d.event_id = v.event_id AND d.route = v.route
+  AND d.status = 'processing'
+RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, counts, errs)
+	if err != nil {
+		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
+	}
+	updated, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.Provider, &k.EventID, &k.Route)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
+	}
+	done := make(map[Key]bool, len(updated))
+	for _, k := range updated {
+		done[k] = true
+	}
+	recorded = make([]bool, n)
+	var up []int
+	for i, k := range keys {
+		recorded[i] = done[k]
+		if done[k] {
+			up = append(up, i)
+		}
+	}
+	if len(up) == 0 {
+		return recorded, nil
+	}
+	pick := func(i int) bool { return done[keys[i]] }
+	if _, err := tx.Exec(ctx, rollUpSQL, filter(providers, pick), filter(ids, pick), filter(counts, pick), filter(errs, pick)); err != nil {
+		return nil, fmt.Errorf("rolling up claims: %w", err)
+	}
+	return recorded, nil
+}
+
+func filter[T any](s []T, keep func(int) bool) []T {
+	out := make([]T, 0, len(s))
+	for i, v := range s {
+		if keep(i) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// rollUpSQL recomputes claims' statuses from their deliveries: completed once
+// all are completed, failed once one failed and none is processing, else
+// processing. It adds the attempts just recorded and keeps the latest error.
+// The caller holds the claims' locks.
+const rollUpSQL = `
+WITH v AS (
+    SELECT provider, event_id, sum(attempts) AS attempts,
+           (array_agg(error ORDER BY ord DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY
+        AS v(provider, event_id, attempts, error, ord)
+    GROUP BY provider, event_id
+), s AS (
+    SELECT v.provider, v.event_id,
+           CASE WHEN count(*) FILTER (WHERE d.status = 'processing') > 0 THEN 'processing'
+                WHEN count(*) FILTER (WHERE d.status = 'failed') > 0     THEN 'failed'
+                ELSE 'completed' END AS status
+    FROM v JOIN webhook_deliveries d USING (provider, event_id)
+    GROUP BY v.provider, v.event_id
+)
+UPDATE webhook_event_claims c SET
+    status = s.status,
+    completed_at = CASE WHEN s.status = 'completed' THEN coalesce(c.completed_at, now()) END,
+    attempt_count = c.attempt_count + v.attempts,
+    last_error = coalesce(v.error, c.last_error),
+    updated_at = now()
+FROM v JOIN s USING (provider, event_id)
+WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignored'`
 
 // Reopen puts a failed claim's failed deliveries back to processing and
 // enqueues a job for each, in one transaction. With force it also re-runs a

@@ -440,3 +440,44 @@ func TestReopen(t *testing.T) {
 		b.requireJobs(t, args("evt_concurrent", "ship", "ship")...)
 	})
 }
+
+// TestRecordAttemptsBatch settles deliveries of several claims in one call,
+// siblings included, and skips the one that is no longer processing.
+func TestRecordAttemptsBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.store.Claim(ctx, event("evt_b1"), []string{"ship", "mail"}, false)
+	require.NoError(t, err)
+	_, err = b.store.Claim(ctx, event("evt_b2"), []string{"ship"}, false)
+	require.NoError(t, err)
+	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed' WHERE event_id = 'evt_b3'`)
+	require.NoError(t, err)
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	recorded, err := claim.RecordAttempts(ctx, tx, []claim.Attempt{
+		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
+		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.Failed, Attempted: true, Error: "HTTP 400 Bad Request"}},
+		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
+		{Key: key("evt_b3", "ship"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, true, false}, recorded)
+	require.NoError(t, tx.Commit(ctx))
+
+	for id, want := range map[string]struct {
+		status   string
+		attempts int
+	}{"evt_b1": {"completed", 2}, "evt_b2": {"failed", 1}, "evt_b3": {"processing", 0}} {
+		var status string
+		var attempts int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status, attempt_count FROM webhook_event_claims WHERE event_id = $1`, id).
+			Scan(&status, &attempts))
+		require.Equal(t, want.status, status, id)
+		require.Equal(t, want.attempts, attempts, id)
+	}
+}

@@ -33,6 +33,7 @@ type Metrics struct {
 	deliveries        *prometheus.CounterVec
 	attemptDuration   *prometheus.HistogramVec
 	claimToCompletion prometheus.Histogram
+	endBatch          prometheus.Histogram
 }
 
 // NewMetrics registers the delivery metrics with reg and sets the counters of
@@ -53,8 +54,13 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 			Help:    "Time from an event's first acceptance by ingest to the completion of one of its deliveries, retries included.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
 		}),
+		endBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "hookgate", Name: "job_end_batch_size",
+			Help:    "Delivery jobs ended (outcome recorded, job completed) per transaction.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
 	}
-	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion)
+	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion, m.endBatch)
 	for _, r := range routes {
 		for _, o := range outcomes {
 			m.deliveries.WithLabelValues(r, o)
@@ -72,6 +78,12 @@ func (m *Metrics) outcome(route, outcome string) {
 func (m *Metrics) attempt(route string, d time.Duration) {
 	if m != nil {
 		m.attemptDuration.WithLabelValues(route).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) batch(n int) {
+	if m != nil {
+		m.endBatch.Observe(float64(n))
 	}
 }
 

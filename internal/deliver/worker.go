@@ -17,8 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -102,6 +100,7 @@ type Worker struct {
 	cfg     *config.Config
 	signers map[string]*standardwebhooks.Webhook
 	db      DB
+	ends    *completer
 	client  *http.Client
 	logger  *slog.Logger
 	metrics *Metrics
@@ -122,6 +121,7 @@ func NewWorker(o Options) (*Worker, error) {
 		cfg:     o.Config,
 		signers: map[string]*standardwebhooks.Webhook{},
 		db:      o.DB,
+		ends:    &completer{db: o.DB, metrics: o.Metrics},
 		client:  o.HTTPClient,
 		logger:  o.Logger,
 		metrics: o.Metrics,
@@ -322,7 +322,8 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery) 
 }
 
 // end records a final outcome (delivered, or failed for good) and completes
-// the job, in one transaction. attempted says whether a call was made.
+// the job, in one transaction (shared with other jobs ending at the same
+// moment; see completer). attempted says whether a call was made.
 func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
 	d claim.Delivery, o outcome, attempted bool,
 ) error {
@@ -331,45 +332,18 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	if o.verdict != delivered {
 		res = claim.AttemptResult{Status: claim.Failed, Attempted: attempted, Error: o.reason}
 	}
-	// Detached from the job's cancellation but keeping its values: River's
-	// JobCompleteTx finds its client in them.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	tx, err := w.db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("recording the outcome of %s: %w", k, err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-
-	if err := claim.RecordAttempt(ctx, tx, k, res); err != nil {
-		if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
-			w.metrics.outcome(k.Route, OutcomeSkipped)
-			log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("outcome", o.verdict.String()))
-			return nil
-		}
+	result, err := w.ends.end(ctx, job, claim.Attempt{Key: k, Result: res})
+	switch result {
+	case failedToRecord:
 		return err
-	}
-	done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-	if errors.Is(err, rivertype.ErrNotFound) {
-		log.Warn("job vanished during this run; outcome not recorded")
+	case settled:
+		w.metrics.outcome(k.Route, OutcomeSkipped)
+		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("outcome", o.verdict.String()))
+		return nil
+	case rescued:
+		log.Warn("job was rescued during this run; the rescued run will record the outcome")
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("completing job of %s: %w", k, err)
-	}
-	// JobCompleteTx leaves a job that is no longer running untouched and
-	// returns it as it is. If River rescued this run's job (the run outlived
-	// rescue_after), a rescued copy owns the delivery now: roll back and let
-	// it record the outcome, which it will see downstream under the same key.
-	if done.State != rivertype.JobStateCompleted || done.Attempt != job.Attempt {
-		log.Warn("job was rescued during this run; the rescued run will record the outcome",
-			slog.String("job_state", string(done.State)))
-		return nil
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("recording the outcome of %s: %w", k, err)
-	}
-
 	if res.Status == claim.Completed {
 		w.metrics.outcome(k.Route, OutcomeCompleted)
 		w.metrics.completed(time.Since(d.ClaimFirstSeen))

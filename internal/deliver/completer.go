@@ -1,0 +1,240 @@
+package deliver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// maxBatch caps how many job ends one transaction carries.
+const maxBatch = 128
+
+// completer ends delivery jobs: each job's final outcome is written in the
+// transaction that completes the job. Concurrent ends share a transaction,
+// so that a hundred deliveries finishing together cost one commit rather
+// than a hundred; commits, not statements, are what bound a worker's rate.
+//
+// It needs no goroutine of its own. The first caller to find no batch in
+// flight leads: it takes what is pending, runs it, hands the results out,
+// and passes the lead to the oldest caller still waiting, so no caller
+// works for others for longer than one batch.
+type completer struct {
+	db      DB
+	metrics *Metrics
+
+	mu      sync.Mutex
+	busy    bool
+	pending []*ending
+}
+
+// ending is one job's end, waiting for its batch.
+type ending struct {
+	ctx     context.Context // the job's Work context, for River's client
+	job     *river.Job[claim.DeliveryArgs]
+	attempt claim.Attempt
+	msg     chan endMsg // a result, or the lead
+}
+
+type endMsg struct {
+	lead   bool
+	result endResult
+	err    error // why, when result is failedToRecord
+}
+
+// endResult is how a job's end went.
+type endResult int
+
+const (
+	// ended: the outcome is recorded and the job completed, committed.
+	ended endResult = iota + 1
+	// settled: the delivery was no longer processing (settled elsewhere);
+	// nothing was recorded for it.
+	settled
+	// rescued: River took the job back during the run; a rescued copy owns
+	// the delivery now and nothing was recorded.
+	rescued
+	// failedToRecord: the transaction failed; River runs the job again.
+	failedToRecord
+)
+
+// end records a's outcome and completes job in one transaction, shared
+// with whatever other ends are pending.
+func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
+	e := &ending{ctx: ctx, job: job, attempt: a, msg: make(chan endMsg, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, e)
+	lead := !c.busy
+	c.busy = true
+	c.mu.Unlock()
+	if lead {
+		c.lead()
+	}
+	for {
+		m := <-e.msg
+		if m.lead {
+			c.lead()
+			continue
+		}
+		if m.result == failedToRecord {
+			return m.result, fmt.Errorf("recording the outcome of %s: %w", a.Key, m.err)
+		}
+		return m.result, nil
+	}
+}
+
+// lead runs one batch and passes the lead on.
+func (c *completer) lead() {
+	c.mu.Lock()
+	n := min(len(c.pending), maxBatch)
+	batch := slices.Clone(c.pending[:n])
+	c.pending = slices.Delete(c.pending, 0, n)
+	c.mu.Unlock()
+
+	c.metrics.batch(len(batch))
+	results, err := c.run(batch)
+	errs := make([]error, len(batch))
+	for i := range errs {
+		errs[i] = err
+	}
+	if err != nil && len(batch) > 1 {
+		// One bad end must not sink the others: retry each on its own.
+		for i, e := range batch {
+			r, err := c.run([]*ending{e})
+			results[i], errs[i] = r[0], err
+		}
+	}
+	for i, e := range batch {
+		e.msg <- endMsg{result: results[i], err: errs[i]}
+	}
+
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.busy = false
+		c.mu.Unlock()
+		return
+	}
+	next := c.pending[0]
+	c.mu.Unlock()
+	next.msg <- endMsg{lead: true}
+}
+
+// run ends batch in one transaction: lock the claims in key order, then the
+// jobs still running the attempt that ended (River's fence: a job rescued
+// meanwhile is left alone and its delivery untouched), complete those jobs,
+// record their outcomes, commit.
+func (c *completer) run(batch []*ending) ([]endResult, error) {
+	results := make([]endResult, len(batch))
+	for i := range results {
+		results[i] = failedToRecord
+	}
+	// Detached from the jobs' cancellation: an answer that arrived as the
+	// worker began to stop is still written down.
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	tx, err := c.db.Begin(ctx)
+	if err != nil {
+		return results, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	order := make([]int, len(batch))
+	for i := range order {
+		order[i] = i
+	}
+	// Claims first, in key order, then jobs: every path that settles a
+	// delivery takes its claim's lock before its job's, so two batches
+	// sharing a job wait at the claim instead of deadlocking.
+	slices.SortFunc(order, func(a, b int) int {
+		ka, kb := batch[a].attempt.Key, batch[b].attempt.Key
+		return cmp.Or(cmp.Compare(ka.Provider, kb.Provider), cmp.Compare(ka.EventID, kb.EventID),
+			cmp.Compare(ka.Route, kb.Route))
+	})
+	keys := make([]claim.Key, len(batch))
+	for j, i := range order {
+		keys[j] = batch[i].attempt.Key
+	}
+	if err := claim.LockClaims(ctx, tx, keys...); err != nil {
+		return results, err
+	}
+
+	// River's fence. JobCompleteTx completes whatever job row is running,
+	// even one River rescued and started again elsewhere (a higher attempt),
+	// so first lock the rows of the jobs still running this very attempt;
+	// the others were rescued, their runs own the deliveries now.
+	ids, attempts := make([]int64, len(batch)), make([]int32, len(batch))
+	for i, e := range batch {
+		ids[i], attempts[i] = e.job.ID, int32(e.job.Attempt)
+	}
+	rows, err := tx.Query(ctx, `
+SELECT j.id FROM river_job j
+JOIN unnest($1::bigint[], $2::int[]) AS v(id, attempt) ON j.id = v.id AND j.attempt = v.attempt
+WHERE j.state = 'running'
+ORDER BY j.id
+FOR UPDATE OF j`, ids, attempts)
+	if err != nil {
+		return results, fmt.Errorf("locking %d jobs: %w", len(batch), err)
+	}
+	live, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return results, fmt.Errorf("locking %d jobs: %w", len(batch), err)
+	}
+
+	var record []claim.Attempt
+	var recordIdx []int
+	complete := &riverdriver.JobSetStateIfRunningManyParams{}
+	now := time.Now()
+	for _, i := range order {
+		e := batch[i]
+		if !slices.Contains(live, e.job.ID) {
+			results[i] = rescued
+			continue
+		}
+		complete.ID = append(complete.ID, e.job.ID)
+		complete.Attempt = append(complete.Attempt, nil)
+		complete.ErrData = append(complete.ErrData, nil)
+		complete.FinalizedAt = append(complete.FinalizedAt, &now)
+		complete.MetadataDoMerge = append(complete.MetadataDoMerge, false)
+		complete.MetadataUpdates = append(complete.MetadataUpdates, nil)
+		complete.ScheduledAt = append(complete.ScheduledAt, nil)
+		complete.State = append(complete.State, rivertype.JobStateCompleted)
+		record = append(record, e.attempt)
+		recordIdx = append(recordIdx, i)
+	}
+	if len(complete.ID) > 0 {
+		// What river.JobCompleteTx does for one job, for all of them in one
+		// statement: the batch's whole point is to not pay per job.
+		if _, err := riverpgxv5.New(nil).UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, complete); err != nil {
+			return results, fmt.Errorf("completing %d jobs: %w", len(complete.ID), err)
+		}
+	}
+	if len(record) > 0 {
+		recorded, err := claim.RecordAttempts(ctx, tx, record)
+		if err != nil {
+			return results, err
+		}
+		for j, i := range recordIdx {
+			results[i] = settled
+			if recorded[j] {
+				results[i] = ended
+			}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		for i := range results {
+			results[i] = failedToRecord
+		}
+		return results, err
+	}
+	return results, nil
+}

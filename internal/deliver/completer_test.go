@@ -1,0 +1,128 @@
+package deliver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// gatedDB holds the first transaction's Begin until the gate opens, and
+// counts transactions.
+type gatedDB struct {
+	DB
+	gate   chan struct{}
+	begins atomic.Int32
+}
+
+func (g *gatedDB) Begin(ctx context.Context) (pgx.Tx, error) {
+	if g.begins.Add(1) == 1 {
+		<-g.gate
+	}
+	return g.DB.Begin(ctx)
+}
+
+// TestCompleterSharesTransactions ends many jobs at once: while the first
+// end's transaction is held, the others queue, and then end together in one
+// transaction. Within that batch a job River rescued meanwhile is left alone,
+// a delivery settled elsewhere is not overwritten, and sibling deliveries of
+// one claim roll it up to completed.
+func TestCompleterSharesTransactions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, client, func(string) int { return 5 })
+
+	var keys []claim.Key
+	for i := range 6 {
+		id := fmt.Sprintf("evt_%d", i)
+		_, err := store.Claim(ctx, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+		require.NoError(t, err)
+		keys = append(keys, claim.Key{Provider: "p", EventID: id, Route: "r"})
+	}
+	_, err = store.Claim(ctx, claim.Event{Provider: "p", ID: "evt_fan", Type: "t", Payload: []byte("{}")}, []string{"r", "s"}, false)
+	require.NoError(t, err)
+	keys = append(keys, claim.Key{Provider: "p", EventID: "evt_fan", Route: "r"}, claim.Key{Provider: "p", EventID: "evt_fan", Route: "s"})
+
+	// Every job is running its first attempt, as River would have it.
+	_, err = db.Pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()`)
+	require.NoError(t, err)
+	jobs := make([]*river.Job[claim.DeliveryArgs], len(keys))
+	for i, k := range keys {
+		var id int64
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT id FROM river_job WHERE args->>'event_id' = $1 AND args->>'route' = $2`,
+			k.EventID, k.Route).Scan(&id))
+		row, err := client.JobGet(ctx, id)
+		require.NoError(t, err)
+		jobs[i] = &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: k.Provider, EventID: k.EventID, Route: k.Route}}
+	}
+	const rescuedIdx, settledIdx = 2, 4
+	_, err = db.Pool.Exec(ctx, `UPDATE river_job SET attempt = 2 WHERE id = $1`, jobs[rescuedIdx].ID)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = 'by an operator' WHERE event_id = $1`,
+		keys[settledIdx].EventID)
+	require.NoError(t, err)
+
+	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
+	c := &completer{db: gdb}
+	results := make([]endResult, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	wctx := rivertest.WorkContext(ctx, client)
+	for i := range keys {
+		wg.Go(func() {
+			results[i], errs[i] = c.end(wctx, jobs[i], claim.Attempt{Key: keys[i],
+				Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}})
+		})
+	}
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.pending) == len(keys)-1
+	}, 10*time.Second, time.Millisecond, "all but the leader's end are queued behind its transaction")
+	close(gdb.gate)
+	wg.Wait()
+
+	require.Equal(t, int32(2), gdb.begins.Load(), "the queued ends shared one transaction")
+	for i, k := range keys {
+		require.NoError(t, errs[i])
+		var status string
+		var attempts int
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status, attempt_count FROM webhook_deliveries
+WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route).Scan(&status, &attempts))
+		job, err := client.JobGet(ctx, jobs[i].ID)
+		require.NoError(t, err)
+		switch i {
+		case rescuedIdx:
+			require.Equal(t, rescued, results[i])
+			require.Equal(t, "processing", status, "the rescued run owns the delivery")
+			require.Zero(t, attempts)
+			require.Equal(t, rivertype.JobStateRunning, job.State, "the rescued copy's job is not completed by the old run")
+		case settledIdx:
+			require.Equal(t, settled, results[i])
+			require.Equal(t, "failed", status)
+		default:
+			require.Equal(t, ended, results[i], k)
+			require.Equal(t, "completed", status)
+			require.Equal(t, 1, attempts)
+			require.Equal(t, rivertype.JobStateCompleted, job.State)
+		}
+	}
+	var fan string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE event_id = 'evt_fan'`).Scan(&fan))
+	require.Equal(t, "completed", fan, "siblings settled in one batch roll their claim up together")
+}
