@@ -56,12 +56,15 @@ func LoadConfig(c Common, env Env) (*config.Config, error) {
 }
 
 // Logger returns a structured logger writing JSON to env.Stderr, or text when
-// HOOKGATE_LOG_FORMAT=text (easier to read in a terminal).
+// HOOKGATE_LOG_FORMAT=text (easier to read in a terminal), at the level
+// HOOKGATE_LOG_LEVEL names (default info).
 func Logger(env Env) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if strings.EqualFold(env.Getenv("HOOKGATE_LOG_LEVEL"), "debug") {
-		opts.Level = slog.LevelDebug
+	// HOOKGATE_LOG_LEVEL is debug, info, warn or error; anything else is info.
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(env.Getenv("HOOKGATE_LOG_LEVEL"))); err != nil {
+		level = slog.LevelInfo
 	}
+	opts := &slog.HandlerOptions{Level: level}
 	if strings.EqualFold(env.Getenv("HOOKGATE_LOG_FORMAT"), "text") {
 		return slog.New(slog.NewTextHandler(env.Stderr, opts))
 	}
