@@ -230,3 +230,5 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(a.rate()/c.rate(), "a/c")
 	b.ReportMetric(ms(a.pct(0.99)), "unique_p99_ms")
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// The worker binary's River settings (cmd/worker), which the no-op baseline
+// uses too so that only the work per job differs.
+const (
+	fetchCooldown     = 20 * time.Millisecond
+	fetchPollInterval = 200 * time.Millisecond
+)
+
+// workerConcurrency is worker.concurrency for both drains: 100 (the
+// default), or BENCH_CONCURRENCY.
+func workerConcurrency() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_CONCURRENCY")); err == nil && n > 0 {
+		return n
+	}
+	return 100
+}
+
+type noopArgs struct{ N int }
+
+func (noopArgs) Kind() string { return "bench.noop" }
+
+type noopWorker struct{ river.WorkerDefaults[noopArgs] }
+
+func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+
+// BenchmarkWorker measures, on one database in one run:
+//
+//	(a) River itself draining N no-op jobs, with the worker's settings,
+//	(b) the worker binary draining N pre-accepted events against an
+//	    instant local downstream,
+//	(c) claim-to-completion latency at a light steady load (20 events/s).
+//
+// Drain rates are taken between the first and last completion, so process
+// start-up counts for neither. b.N is N (use -benchtime 5000x).
+func BenchmarkWorker(b *testing.B) {
+	ctx := context.Background()
+	n := max(b.N, 1000)
+	db := dbtest.NewDB(b)
+
+	// (a) River's own throughput for a no-op job.
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	noop, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
+		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workerConcurrency()}},
+		FetchCooldown:     fetchCooldown,
+		FetchPollInterval: fetchPollInterval,
+		Logger:            discardLogger(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{N: i}}
+	}
+	if _, err := noop.InsertMany(ctx, params); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := noop.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	waitCount(b, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'bench.noop' AND state = 'completed'`, n)
+	if err := noop.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	riverRate := spanRate(b, db.Pool, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river_job WHERE kind = 'bench.noop'`)
+	b.StopTimer()
+
+	// (b) the worker binary draining pre-accepted events.
+	var mu sync.Mutex
+	hits := map[string]int{}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		hits[r.Header.Get("Idempotency-Key")]++
+		mu.Unlock()
+	}))
+	defer down.Close()
+	inserter, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := claim.NewStore(db.Pool, inserter, func(string) int { return 10 })
+	accept := func(prefix string, i int) error {
+		id := fmt.Sprintf("%s_%d", prefix, i)
+		_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "invoice.paid",
+			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"id":%q,"type":"invoice.paid"}`, id)},
+			[]string{"sink"}, true)
+		return err
+	}
+	if _, err := hammer("accept", n, func(i int) error { return accept("evt_drain", i) }); err != nil {
+		b.Fatal(err)
+	}
+	worker := startWorker(b, db.URL, down.URL)
+	b.StartTimer()
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, n)
+	b.StopTimer()
+	// Where a delivery job's time goes: running is Work (load, call,
+	// batched completion) plus River's own completion of the job.
+	var running, noopRunning float64
+	if err := db.Pool.QueryRow(ctx, `SELECT
+    avg(extract(epoch FROM finalized_at - attempted_at)) FILTER (WHERE kind = 'hookgate.delivery'),
+    avg(extract(epoch FROM finalized_at - attempted_at)) FILTER (WHERE kind = 'bench.noop')
+FROM river_job`).Scan(&running, &noopRunning); err != nil {
+		b.Fatal(err)
+	}
+	hookgateRate := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries`)
+	mu.Lock()
+	effects := len(hits)
+	mu.Unlock()
+	if effects != n {
+		b.Fatalf("downstream saw %d distinct keys, want %d", effects, n)
+	}
+
+	// (c) claim-to-completion at a light steady load.
+	const light, rate = 200, 20
+	tick := time.NewTicker(time.Second / rate)
+	for i := range light {
+		<-tick.C
+		if err := accept("evt_light", i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tick.Stop()
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, n+light)
+	lat := phase{name: "(c) claim-to-completion, 20 events/s"}
+	rows, err := db.Pool.Query(ctx, `SELECT extract(epoch FROM d.completed_at - c.first_seen_at)
+FROM webhook_deliveries d JOIN webhook_event_claims c USING (provider, event_id)
+WHERE c.event_id LIKE 'evt_light_%'`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var s float64
+		if err := rows.Scan(&s); err != nil {
+			b.Fatal(err)
+		}
+		lat.latencies = append(lat.latencies, time.Duration(s*float64(time.Second)))
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	worker.stop(b)
+
+	fmt.Fprintf(os.Stdout, "\nworker, %d workers, %d jobs per drain\n", workerConcurrency(), n)
+	fmt.Fprintf(os.Stdout, "%-40s %9.0f jobs/s    a job runs %6.1f ms on average\n", "(a) River, no-op job", riverRate, noopRunning*1000)
+	fmt.Fprintf(os.Stdout, "%-40s %9.0f events/s  a job runs %6.1f ms on average\n", "(b) hookgate worker, instant downstream", hookgateRate, running*1000)
+	fmt.Fprintf(os.Stdout, "ratio (b)/(a) = %.2f   (target >= 0.5)\n", hookgateRate/riverRate)
+	fmt.Fprintf(os.Stdout, "%-40s p50 %7.1f ms  p99 %7.1f ms   (target p50 < 100 ms)\n\n",
+		lat.name, ms(lat.pct(0.50)), ms(lat.pct(0.99)))
+	b.ReportMetric(riverRate, "river_noop_jobs/s")
+	b.ReportMetric(hookgateRate, "hookgate_events/s")
+	b.ReportMetric(hookgateRate/riverRate, "b/a")
+	b.ReportMetric(ms(lat.pct(0.50)), "c2c_p50_ms")
+	b.ReportMetric(ms(lat.pct(0.99)), "c2c_p99_ms")
+}
+
+// waitCount polls query until it returns want, for at most ten minutes.
+func waitCount(b *testing.B, pool *pgxpool.Pool, query string, want int) {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var got int
+		if err := pool.QueryRow(context.Background(), query).Scan(&got); err != nil {
+			b.Fatal(err)
+		}
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d done after ten minutes", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// spanRate returns (count-1) / (last - first) for a query returning a
+// count and the first and last completion times.
+func spanRate(b *testing.B, pool *pgxpool.Pool, query string) float64 {
+	b.Helper()
+	var n int
+	var first, last time.Time
+	if err := pool.QueryRow(context.Background(), query).Scan(&n, &first, &last); err != nil {
+		b.Fatal(err)
+	}
+	return float64(n-1) / last.Sub(first).Seconds()
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startWorker builds and starts the worker binary against databaseURL with
+// one route to downstream, and waits until it is healthy.
+func startWorker(b *testing.B, databaseURL, downstream string) *process {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hookgate/hookgate/cmd/worker").CombinedOutput(); err != nil {
+		b.Fatalf("building worker: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := fmt.Sprintf(`
+worker:
+  listen: %q
+  concurrency: %d
+providers:
+  - name: bench
+    scheme: standard-webhooks
+    secrets_env: [BENCH_SECRET]
+routes:
+  - name: sink
+    provider: bench
+    events: ["*"]
+    url: %s/sink
+`, addr, workerConcurrency(), downstream)
+	cfgPath := filepath.Join(dir, "hookgate.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "BENCH_SECRET=whsec_YmVuY2g=", "HOOKGATE_LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	b.Cleanup(func() { p.stop(b) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("worker did not become healthy")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *process) stop(b *testing.B) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(40 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
