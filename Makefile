@@ -2,11 +2,6 @@
 
 GO       ?= go
 BIN      := .local/bin
-# Packages whose tests exercise concurrent code; `make test` runs them under
-# the race detector. The rest run without it, which keeps CI well inside its
-# budget on two cores.
-RACE_PKGS := ./internal/claim/... ./internal/deliver/... ./internal/verify/... ./cmd/ingest/...
-
 .DEFAULT_GOAL := help
 
 .PHONY: help
@@ -27,14 +22,12 @@ send-demo: ## send one signed demo event twice to the local ingest
 	@$(BIN)/devtool send --times 2
 
 .PHONY: test
-test: ## run the whole test suite against a real Postgres (started if none runs)
+test: ## vet, then the whole suite under the race detector, against a real Postgres (started if none runs)
 	$(GO) vet ./...
-	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /internal/claim -e /internal/deliver -e /internal/verify -e /cmd/ingest)
+	$(GO) test -count=1 -race -timeout 15m ./...
 
 .PHONY: test/race
-test/race: ## run every test under the race detector
-	$(GO) test -count=1 -race ./...
+test/race: test ## the same as test: every package already runs under the race detector
 
 .PHONY: lint
 lint: ## gofmt and go vet
@@ -48,7 +41,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	done
 
 .PHONY: bench
-bench: ## run the ingest and worker benchmarks (see docs/benchmarks.md)
+bench: ## ingest and worker benchmarks with same-run baselines (docs/benchmarks.md; BENCH_* sizes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/bench/...
 
 .PHONY: clean

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,11 +109,11 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 //	(b) a storm of copies of one event through the same server,
 //	(c) the bare claim + job transaction, without HTTP or verification,
 //
-// each at the same concurrency, and reports (a)/(c) and (b)/(a). b.N is the
-// number of events per phase (use -benchtime 20000x).
+// each at the same concurrency, and reports (a)/(c) and (b)/(a). Each phase
+// sends BENCH_INGEST_EVENTS events (default 20000); run it with -benchtime 1x.
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
-	n := max(b.N, 2000)
+	n := envInt("BENCH_INGEST_EVENTS", 20000)
 	db := dbtest.NewDB(b)
 	env := cli.Env{Getenv: func(k string) string {
 		return map[string]string{"DATABASE_URL": db.URL, "BENCH_STRIPE": benchSecret}[k]
@@ -232,3 +233,11 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// envInt reads a positive integer setting of the benchmarks.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -32,12 +31,7 @@ const (
 
 // workerConcurrency is worker.concurrency for both drains: 100 (the
 // default), or BENCH_CONCURRENCY.
-func workerConcurrency() int {
-	if n, err := strconv.Atoi(os.Getenv("BENCH_CONCURRENCY")); err == nil && n > 0 {
-		return n
-	}
-	return 100
-}
+func workerConcurrency() int { return envInt("BENCH_CONCURRENCY", 100) }
 
 type noopArgs struct{ N int }
 
@@ -55,10 +49,11 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 //	(c) claim-to-completion latency at a light steady load (20 events/s).
 //
 // Drain rates are taken between the first and last completion, so process
-// start-up counts for neither. b.N is N (use -benchtime 5000x).
+// start-up counts for neither. N is BENCH_WORKER_EVENTS (default 5000); run
+// it with -benchtime 1x.
 func BenchmarkWorker(b *testing.B) {
 	ctx := context.Background()
-	n := max(b.N, 1000)
+	n := envInt("BENCH_WORKER_EVENTS", 5000)
 	db := dbtest.NewDB(b)
 
 	// (a) River's own throughput for a no-op job.
