@@ -100,7 +100,14 @@ func TestMigrateConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	t.Cleanup(func() {
+		// A connection of its own: the one above is closed by then.
+		c, err := pgx.Connect(ctx, admin)
+		if err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(ctx)
+		}
+	})
 	cfg, err := pgx.ParseConfig(admin)
 	require.NoError(t, err)
 	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
