@@ -67,10 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("creating job client: %w", err)
 	}
-	store := claim.NewStore(pool, jobs, func(route string) int {
-		r, _ := cfg.Route(route)
-		return r.MaxAttempts
-	})
+	store := claim.NewStore(pool, jobs, cfg.MaxAttempts)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -111,7 +111,7 @@ func testEnv(databaseURL string) map[string]string {
 type server struct {
 	base string
 	pool *pgxpool.Pool
-	logs *syncBuffer
+	logs *proctest.Buffer
 	stop func() error
 }
 
@@ -136,9 +136,9 @@ func start(t *testing.T, databaseURL string, override map[string]string) *server
 	for k, v := range override {
 		env[k] = v
 	}
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"ingest", "--config", cfgPath, "--listen", addr},
@@ -152,58 +152,12 @@ func start(t *testing.T, databaseURL string, override map[string]string) *server
 		return stopErr
 	}
 	t.Cleanup(func() { require.NoError(t, s.stop()) })
-	waitHealthy(t, s.base, done)
+	proctest.WaitHealthy(t, s.base+"/healthz", done)
 	pool, err := pgxpool.New(context.Background(), databaseURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	s.pool = pool
 	return s
-}
-
-func waitHealthy(t *testing.T, base string, done <-chan error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			t.Fatalf("ingest exited before becoming healthy: %v", err)
-		default:
-		}
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("ingest did not become healthy")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // request is one signed (or deliberately unsigned) webhook.

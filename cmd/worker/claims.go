@@ -88,7 +88,7 @@ func openStore(ctx context.Context, common cli.Common, env cli.Env) (*config.Con
 		pool.Close()
 		return nil, nil, nil, fmt.Errorf("creating job client: %w", err)
 	}
-	return cfg, claim.NewStore(pool, jobs, routeMaxAttempts(cfg)), pool, nil
+	return cfg, claim.NewStore(pool, jobs, cfg.MaxAttempts), pool, nil
 }
 
 func claimsList(ctx context.Context, args []string, env cli.Env) error {

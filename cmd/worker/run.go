@@ -19,7 +19,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/cli"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 )
 
@@ -105,7 +104,7 @@ func serve(ctx context.Context, args []string, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	maxAttempts := routeMaxAttempts(cfg)
+	maxAttempts := cfg.MaxAttempts
 	reconciler := deliver.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	workers := river.NewWorkers()
@@ -210,14 +209,5 @@ func stopRiver(ctx context.Context, client *river.Client[pgx.Tx], timeout time.D
 	defer ccancel()
 	if err := client.StopAndCancel(cctx); err != nil {
 		logger.Error("stopping the job client", slog.String("error", err.Error()))
-	}
-}
-
-// routeMaxAttempts gives a route's max_attempts for jobs enqueued by the
-// worker (reconciler, retries); 0 for a route no longer configured.
-func routeMaxAttempts(cfg *config.Config) func(string) int {
-	return func(route string) int {
-		r, _ := cfg.Route(route)
-		return r.MaxAttempts
 	}
 }

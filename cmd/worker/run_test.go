@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -70,13 +69,13 @@ func TestServe(t *testing.T) {
 		"T_STRIPE":        "whsec_stripe",
 		"T_SHIP_SIGNING":  signingSecret,
 	}
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	waitHealthy(t, "http://"+addr, done)
+	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
 
 	resp, err := http.Get("http://" + addr + "/readyz")
 	require.NoError(t, err)
@@ -223,50 +222,4 @@ func TestBasicAuth(t *testing.T) {
 			}
 		})
 	}
-}
-
-func waitHealthy(t *testing.T, base string, done <-chan error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			t.Fatalf("worker exited before becoming healthy: %v", err)
-		default:
-		}
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("worker did not become healthy")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // The worker binary's River settings (cmd/worker), which the no-op baseline
@@ -221,12 +221,7 @@ func startWorker(b *testing.B, databaseURL, downstream string) *process {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hookgate/hookgate/cmd/worker").CombinedOutput(); err != nil {
 		b.Fatalf("building worker: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := proctest.FreeAddr(b)
 	cfg := fmt.Sprintf(`
 worker:
   listen: %q
@@ -254,20 +249,8 @@ routes:
 	p := &process{cmd: cmd, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	b.Cleanup(func() { p.stop(b) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("worker did not become healthy")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitHealthy(b, "http://"+addr+"/healthz", p.done)
+	return p
 }
 
 func (p *process) stop(b *testing.B) {

@@ -258,6 +258,13 @@ func (c *Config) Route(name string) (Route, bool) {
 	return Route{}, false
 }
 
+// MaxAttempts returns route's max_attempts, or 0 for a route that is not
+// configured (any more): the number a delivery job is enqueued with.
+func (c *Config) MaxAttempts(route string) int {
+	r, _ := c.Route(route)
+	return r.MaxAttempts
+}
+
 // MatchingRoutes returns the routes of provider whose event patterns match
 // eventType, in file order: the deliveries one event fans out to.
 func (c *Config) MatchingRoutes(provider, eventType string) []Route {

@@ -1,40 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/proctest"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a server writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestReceiver(t *testing.T) {
 	t.Parallel()
 
-	var out syncBuffer
+	var out proctest.Buffer
 	rcv := newReceiver(&out)
 	rcv.now = func() time.Time { return time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC) }
 	srv := httptest.NewServer(rcv.routes())

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/proctest"
+
 	"github.com/hookgate/hookgate/internal/config"
 )
 
@@ -55,7 +57,7 @@ func TestStopLeftoverServerIgnoresStalePIDFile(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "postmaster.pid")
 	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"+dir+"\n"), 0o600))
-	out := &syncBuffer{}
+	out := &proctest.Buffer{}
 	require.NoError(t, stopLeftoverServer(dir, &console{w: out}))
 	require.Empty(t, out.String())
 	require.FileExists(t, pidFile)

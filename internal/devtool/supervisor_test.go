@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // Shell children standing in for ingest, worker and the receiver. Each runs
@@ -24,12 +26,12 @@ const (
 
 type supervisorBundle struct {
 	sup *supervisor
-	out *syncBuffer
+	out *proctest.Buffer
 }
 
 func setupSupervisor(t *testing.T, grace time.Duration) supervisorBundle {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &proctest.Buffer{}
 	sup := newSupervisor(&console{w: out}, grace)
 	t.Cleanup(func() { _ = sup.stopAll() })
 	return supervisorBundle{sup: sup, out: out}
@@ -130,26 +132,26 @@ func TestRunOnce(t *testing.T) {
 
 	t.Run("completes", func(t *testing.T) {
 		t.Parallel()
-		out := &syncBuffer{}
+		out := &proctest.Buffer{}
 		err := runOnce(context.Background(), &console{w: out}, time.Second, "migrate", "/bin/sh", []string{"-c", "printf 'applied 3\\nno newline at the end'"}, nil)
 		require.NoError(t, err)
 		require.Equal(t, "[migrate]  applied 3\n[migrate]  no newline at the end\n", out.String())
 	})
 	t.Run("fails", func(t *testing.T) {
 		t.Parallel()
-		err := runOnce(context.Background(), &console{w: &syncBuffer{}}, time.Second, "migrate", "/bin/sh", []string{"-c", "exit 1"}, nil)
+		err := runOnce(context.Background(), &console{w: &proctest.Buffer{}}, time.Second, "migrate", "/bin/sh", []string{"-c", "exit 1"}, nil)
 		require.EqualError(t, err, "migrate: exit status 1")
 	})
 	t.Run("stopped when ctx ends", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		err := runOnce(ctx, &console{w: &syncBuffer{}}, 5*time.Second, "migrate", "/bin/sh", []string{"-c", politeChild, "migrate"}, nil)
+		err := runOnce(ctx, &console{w: &proctest.Buffer{}}, 5*time.Second, "migrate", "/bin/sh", []string{"-c", politeChild, "migrate"}, nil)
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 	})
 	t.Run("missing binary", func(t *testing.T) {
 		t.Parallel()
-		err := runOnce(context.Background(), &console{w: &syncBuffer{}}, time.Second, "migrate", "/nonexistent/ingest", nil, nil)
+		err := runOnce(context.Background(), &console{w: &proctest.Buffer{}}, time.Second, "migrate", "/nonexistent/ingest", nil, nil)
 		require.ErrorContains(t, err, "starting migrate (/nonexistent/ingest)")
 	})
 }

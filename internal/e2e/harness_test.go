@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,6 +27,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // Binaries built once by TestMain.
@@ -170,7 +170,7 @@ type proc struct {
 	name string
 	url  string // http://127.0.0.1:PORT
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *proctest.Buffer
 	done chan struct{}
 }
 
@@ -200,12 +200,12 @@ func (s *stack) start(name, bin string) *proc {
 
 func (s *stack) launch(name, bin string) *proc {
 	t := s.t
-	port := freePort(t)
+	addr := proctest.FreeAddr(t)
 	p := &proc{
 		name: name,
-		url:  "http://127.0.0.1:" + strconv.Itoa(port),
-		cmd:  exec.Command(bin, "--listen", "127.0.0.1:"+strconv.Itoa(port)),
-		out:  &syncBuffer{},
+		url:  "http://" + addr,
+		cmd:  exec.Command(bin, "--listen", addr),
+		out:  &proctest.Buffer{},
 		done: make(chan struct{}),
 	}
 	p.cmd.Env = s.env
@@ -287,31 +287,6 @@ func (s *stack) run(args ...string) (out string, exitCode int) {
 	}
 	require.NoError(s.t, err)
 	return string(b), 0
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // event is what a test sends: the provider's webhook-id, the body's type, and
