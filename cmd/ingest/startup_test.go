@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/cli"
-	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
 // TestStartupErrors checks that a bad start stops at once with one line
@@ -83,81 +79,6 @@ func TestStartupErrors(t *testing.T) {
 		require.Contains(t, stderr.String(), "DATABASE_URL")
 		require.NotContains(t, stderr.String(), stripeSecret)
 	})
-}
-
-// TestMigrateConcurrently starts four migrations at once on an empty
-// database: all succeed, the schema is whole, and a further run applies
-// nothing and says so.
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	admin := dbtest.AdminURL(t)
-	name := fmt.Sprintf("hookgate_migrate_%d", os.Getpid())
-	conn, err := pgx.Connect(ctx, admin)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		// A connection of its own: the one above is closed by then.
-		c, err := pgx.Connect(ctx, admin)
-		if err == nil {
-			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = c.Close(ctx)
-		}
-	})
-	cfg, err := pgx.ParseConfig(admin)
-	require.NoError(t, err)
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
-	getenv := func(k string) string { return map[string]string{"DATABASE_URL": url}[k] }
-
-	outs := make([]bytes.Buffer, 4)
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
-	for i := range outs {
-		wg.Go(func() {
-			errs[i] = run(ctx, []string{"ingest", "migrate"}, getenv, &outs[i], &bytes.Buffer{})
-		})
-	}
-	wg.Wait()
-	applied := 0
-	for i := range outs {
-		require.NoError(t, errs[i])
-		if strings.HasPrefix(outs[i].String(), "applied") {
-			applied++
-		} else {
-			require.Equal(t, "database schema is up to date; nothing to apply\n", outs[i].String())
-		}
-	}
-	require.Equal(t, 1, applied, "exactly one run applied the migrations")
-
-	db, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer db.Close(ctx)
-	var tables []string
-	rows, err := db.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)
-	require.NoError(t, err)
-	tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Subset(t, tables, []string{"goose_db_version", "river_job", "river_leader", "river_migration", "river_queue",
-		"webhook_deliveries", "webhook_event_claims"})
-	var versions int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&versions))
-	entries, err := os.ReadDir("../../migrations")
-	require.NoError(t, err)
-	sqlFiles := 0
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".sql") {
-			sqlFiles++
-		}
-	}
-	require.Equal(t, sqlFiles, versions, "each migration recorded once")
-
-	var again bytes.Buffer
-	require.NoError(t, run(ctx, []string{"ingest", "migrate"}, getenv, &again, &bytes.Buffer{}))
-	require.Equal(t, "database schema is up to date; nothing to apply\n", again.String())
 }
 
 // TestGracefulShutdown: cancelling run's context (what SIGTERM does) stops

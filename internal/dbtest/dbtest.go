@@ -96,6 +96,25 @@ func NewDB(t testing.TB) *DB {
 	return db
 }
 
+// NewEmptyDB creates a database with nothing in it, not even migrations,
+// for tests of migrating; it is dropped when t ends. It returns its URL.
+func NewEmptyDB(t testing.TB) string {
+	t.Helper()
+	AdminURL(t)
+	name := "hookgate_empty_" + randomHex(8)
+	if err := exec(context.Background(), admin, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating empty test database: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = exec(context.Background(), admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	})
+	u, err := withDatabase(admin, name)
+	if err != nil {
+		t.Fatalf("creating empty test database: %v", err)
+	}
+	return u
+}
+
 // Tx returns a transaction in a migrated database shared by the package's
 // tests; it is rolled back when t ends, so tests cannot see each other.
 func Tx(t testing.TB) pgx.Tx {
