@@ -102,7 +102,7 @@ func (c *completer) lead() {
 	c.mu.Unlock()
 
 	c.metrics.batch(len(batch))
-	results, err := c.run(batch)
+	results, err := c.safeRun(batch)
 	errs := make([]error, len(batch))
 	for i := range errs {
 		errs[i] = err
@@ -110,7 +110,7 @@ func (c *completer) lead() {
 	if err != nil && len(batch) > 1 {
 		// One bad end must not sink the others: retry each on its own.
 		for i, e := range batch {
-			r, err := c.run([]*ending{e})
+			r, err := c.safeRun([]*ending{e})
 			results[i], errs[i] = r[0], err
 		}
 	}
@@ -127,6 +127,22 @@ func (c *completer) lead() {
 	next := c.pending[0]
 	c.mu.Unlock()
 	next.msg <- endMsg{lead: true}
+}
+
+// safeRun is run, with a panic turned into an error for the batch: the
+// callers waiting on it, and every later end, must not hang on a leader
+// that never reports back.
+func (c *completer) safeRun(batch []*ending) (results []endResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			results = make([]endResult, len(batch))
+			for i := range results {
+				results[i] = failedToRecord
+			}
+			err = fmt.Errorf("ending %d jobs panicked: %v", len(batch), p)
+		}
+	}()
+	return c.run(batch)
 }
 
 // run ends batch in one transaction: lock the claims in key order, then the

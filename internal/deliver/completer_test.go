@@ -126,3 +126,22 @@ WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE event_id = 'evt_fan'`).Scan(&fan))
 	require.Equal(t, "completed", fan, "siblings settled in one batch roll their claim up together")
 }
+
+// panickyDB panics when a transaction begins.
+type panickyDB struct{ DB }
+
+func (panickyDB) Begin(context.Context) (pgx.Tx, error) { panic("boom") }
+
+// TestCompleterSurvivesAPanic: a panic while ending jobs fails those ends
+// with an error instead of leaving them, and every later end, waiting.
+func TestCompleterSurvivesAPanic(t *testing.T) {
+	t.Parallel()
+	c := &completer{db: panickyDB{}}
+	job := &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, State: rivertype.JobStateRunning}}
+	for range 2 {
+		res, err := c.end(context.Background(), job, claim.Attempt{Key: claim.Key{Provider: "p", EventID: "e", Route: "r"}})
+		require.Equal(t, failedToRecord, res)
+		require.ErrorContains(t, err, "panicked: boom")
+	}
+	require.False(t, c.busy, "the lead was released")
+}
