@@ -25,12 +25,7 @@ import (
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cluster := dbtest.NewCluster(t)
-	url := cluster.URL("postgres")
-	require.NoError(t, run(ctx, []string{"ingest", "migrate"}, func(k string) string {
-		return map[string]string{"DATABASE_URL": url}[k]
-	}, &bytes.Buffer{}, &bytes.Buffer{}))
-	s := start(t, url, nil)
+	cluster, s := startOnOwnCluster(t)
 
 	require.Equal(t, accepted, s.post(t, signStripe(stripeEvent("evt_before", "invoice.paid"), stripeSecret, time.Now())).body)
 
@@ -57,13 +52,7 @@ func TestDatabaseOutage(t *testing.T) {
 // waiting on its own timeout; after SIGCONT the event is accepted.
 func TestDatabaseHangs(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	cluster := dbtest.NewCluster(t)
-	url := cluster.URL("postgres")
-	require.NoError(t, run(ctx, []string{"ingest", "migrate"}, func(k string) string {
-		return map[string]string{"DATABASE_URL": url}[k]
-	}, &bytes.Buffer{}, &bytes.Buffer{}))
-	s := start(t, url, nil)
+	cluster, s := startOnOwnCluster(t)
 	require.Equal(t, accepted, s.post(t, signStripe(stripeEvent("evt_warm", "invoice.paid"), stripeSecret, time.Now())).body)
 
 	pids := clusterPIDs(t, cluster)
@@ -85,6 +74,18 @@ func TestDatabaseHangs(t *testing.T) {
 	frozen = false
 	s.waitReady(t)
 	require.Equal(t, accepted, s.post(t, hung).body)
+}
+
+// startOnOwnCluster runs ingest against a throwaway cluster of the test's
+// own, migrated with `ingest migrate`, which the test may stop or freeze.
+func startOnOwnCluster(t *testing.T) (*pgcluster.Cluster, *server) {
+	t.Helper()
+	cluster := dbtest.NewCluster(t)
+	url := cluster.URL("postgres")
+	require.NoError(t, run(context.Background(), []string{"ingest", "migrate"}, func(k string) string {
+		return map[string]string{"DATABASE_URL": url}[k]
+	}, &bytes.Buffer{}, &bytes.Buffer{}))
+	return cluster, start(t, url, nil)
 }
 
 func (s *server) get(t *testing.T, path string) int {

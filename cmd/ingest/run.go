@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/ingest"
 )
 
@@ -43,24 +44,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unknown command %q (usage: %s)", fs.Arg(0), usage)
 	}
-	cfg, err := cli.LoadConfig(common, env)
+	boot, err := cli.Boot(ctx, common, env, func(c *config.Config) *string { return &c.Ingest.Listen })
 	if err != nil {
 		return err
 	}
-	secrets, err := cfg.ResolveSecrets(getenv)
-	if err != nil {
-		return err
-	}
-	if common.Listen != "" {
-		cfg.Ingest.Listen = common.Listen
-	}
-	logger := cli.Logger(env)
-
-	pool, err := cli.OpenPool(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer boot.Pool.Close()
+	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
 
 	// Insert-only: never started, no workers, so ingest links no worker code.
 	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 )
 
@@ -69,24 +70,12 @@ func serve(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", fs.Arg(0))
 	}
-	cfg, err := cli.LoadConfig(common, env)
+	boot, err := cli.Boot(ctx, common, env, func(c *config.Config) *string { return &c.Worker.Listen })
 	if err != nil {
 		return err
 	}
-	secrets, err := cfg.ResolveSecrets(env.Getenv)
-	if err != nil {
-		return err
-	}
-	if common.Listen != "" {
-		cfg.Worker.Listen = common.Listen
-	}
-	logger := cli.Logger(env)
-
-	pool, err := cli.OpenPool(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer boot.Pool.Close()
+	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -125,6 +125,37 @@ func Migrate(ctx context.Context, name string, args []string, env Env) error {
 	return nil
 }
 
+// Server is what both long-running binaries start from.
+type Server struct {
+	Config  *config.Config
+	Secrets config.Secrets
+	Logger  *slog.Logger
+	Pool    *pgxpool.Pool
+}
+
+// Boot loads the config and the secrets it names, lets --listen override
+// the address listen points at, and opens the logger and the pool, in that
+// order, so that a config or secret problem stops the binary before it
+// touches the database. The caller closes Pool.
+func Boot(ctx context.Context, c Common, env Env, listen func(*config.Config) *string) (*Server, error) {
+	cfg, err := LoadConfig(c, env)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := cfg.ResolveSecrets(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if c.Listen != "" {
+		*listen(cfg) = c.Listen
+	}
+	pool, err := OpenPool(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Config: cfg, Secrets: secrets, Logger: Logger(env), Pool: pool}, nil
+}
+
 // Exit turns run's error into a process exit code, printing it as one line
 // prefixed with the binary's name. --help exits 0; usage errors exit 2.
 func Exit(name string, err error, stderr io.Writer) int {
