@@ -264,20 +264,18 @@ func (s *Store) Reopen(ctx context.Context, provider, eventID string, force bool
 }
 
 func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool) (int, error) {
-	// The status guard in WHERE is what makes two concurrent reopens act
-	// once: the second waits for the first's row lock, re-reads the row,
-	// finds it processing and updates nothing.
 	allowed := []string{string(Failed)}
 	if force {
 		allowed = append(allowed, string(Completed))
 	}
-	tag, err := tx.Exec(ctx, `
-UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, updated_at = now()
-WHERE provider = $1 AND event_id = $2 AND status = ANY($3)`, provider, eventID, allowed)
-	if err != nil {
-		return 0, fmt.Errorf("reopening claim: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
+	// Lock the claim only if its status allows a reopen: a duplicate of a
+	// processing claim, the common case, takes no lock. The guard is what
+	// makes two concurrent reopens act once: the second waits for the
+	// first's lock, re-reads the row, finds it processing and stops.
+	var reopenable bool
+	err := tx.QueryRow(ctx, `SELECT true FROM webhook_event_claims
+WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider, eventID, allowed).Scan(&reopenable)
+	if errors.Is(err, pgx.ErrNoRows) {
 		var status Status
 		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			provider, eventID).Scan(&status)
@@ -289,6 +287,11 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3)`, provider, eventID, 
 		}
 		return 0, fmt.Errorf("claim is %s: %w", status, ErrConflict)
 	}
+	if err != nil {
+		return 0, fmt.Errorf("locking claim: %w", err)
+	}
+	// Deliveries first, so that a claim with nothing to reopen is left as
+	// it is rather than processing with no delivery to finish it.
 	rows, err := tx.Query(ctx, `
 UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, updated_at = now()
 WHERE provider = $1 AND event_id = $2 AND status = ANY($3)
@@ -299,6 +302,14 @@ RETURNING route`, provider, eventID, allowed)
 	routes, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return 0, fmt.Errorf("reopening deliveries: %w", err)
+	}
+	if len(routes) == 0 {
+		return 0, fmt.Errorf("claim has no delivery to reopen: %w", ErrConflict)
+	}
+	if _, err := tx.Exec(ctx, `
+UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, updated_at = now()
+WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
+		return 0, fmt.Errorf("reopening claim: %w", err)
 	}
 	return len(routes), s.enqueue(ctx, tx, provider, eventID, routes)
 }

@@ -397,6 +397,26 @@ func TestReopen(t *testing.T) {
 		b.requireJobs(t, args("evt_processing", "ship")...)
 	})
 
+	t.Run("FailedClaimWithNothingToReopenIsLeftAsItIs", func(t *testing.T) {
+		// Not reachable through roll-ups, but a claim must never be left
+		// processing with no delivery to finish it.
+		b.claimed(t, "evt_hollow", "ship")
+		b.record(t, key("evt_hollow", "ship"), success)
+		_, err := b.db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET status = 'failed', completed_at = NULL
+WHERE event_id = 'evt_hollow'`)
+		require.NoError(t, err)
+
+		_, err = b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
+		require.ErrorIs(t, err, claim.ErrConflict)
+		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
+		require.NoError(t, err)
+		require.Equal(t, claim.Duplicate, res.Outcome)
+		require.Equal(t, claim.Failed, res.Status)
+		c, _ := b.get(t, "evt_hollow")
+		require.Equal(t, claim.Failed, c.Status)
+		b.requireJobs(t, args("evt_hollow", "ship")...)
+	})
+
 	t.Run("UnknownClaimIsNotFound", func(t *testing.T) {
 		for _, k := range [][2]string{{"stripe", "evt_unknown"}, {"github", "evt_failed"}} {
 			_, err := b.store.Reopen(t.Context(), k[0], k[1], true)
