@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,11 +88,54 @@ func TestStartupErrors(t *testing.T) {
 }
 
 // TestGracefulShutdown: cancelling run's context (what SIGTERM does) stops
-// the server cleanly and run returns nil.
+// accepting connections at once, lets a request already in flight finish
+// and commit, and only then returns.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.stop())
-	_, err := client.Get(b.base + "/healthz")
-	require.Error(t, err, "no longer listening")
+	req := signStripe(stripeEvent("evt_inflight", "invoice.paid"), stripeSecret, time.Now())
+
+	// A request whose body is still to come when the shutdown begins. With
+	// Expect: 100-continue the server says when its handler starts reading
+	// the body: from then on the request is in flight.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(b.base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /webhooks/stripe HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\n"+
+		"Expect: 100-continue\r\nStripe-Signature: %s\r\nContent-Length: %d\r\n\r\n", req.header.Get("Stripe-Signature"), len(req.body))
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+	_, err = r.ReadString('\n')
+	require.NoError(t, err)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.stop() }()
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", strings.TrimPrefix(b.base, "http://"))
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 10*time.Millisecond, "the listener closes at once")
+	select {
+	case err := <-stopped:
+		t.Fatalf("run returned with a request in flight: %v", err)
+	default:
+	}
+
+	_, err = conn.Write(req.body)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.JSONEq(t, `{"received":true,"duplicate":false}`, string(body))
+	require.NoError(t, <-stopped)
+	_, ok := b.claimRow(t, "stripe", "evt_inflight")
+	require.True(t, ok, "the in-flight event was committed before the pool closed")
 }
