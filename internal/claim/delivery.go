@@ -115,11 +115,16 @@ func LockClaims(ctx context.Context, tx pgx.Tx, keys ...Key) error {
 	for i, k := range keys {
 		providers[i], ids[i] = k.Provider, k.EventID
 	}
+	// One index lookup per key, in key order: a plain join here is planned
+	// as a hash join over the whole table (Postgres cannot estimate a
+	// two-column match against an array), which grows with the table.
 	_, err := tx.Exec(ctx, `
-SELECT 1 FROM webhook_event_claims c
-JOIN unnest($1::text[], $2::text[]) AS k(provider, event_id) USING (provider, event_id)
-ORDER BY c.provider, c.event_id
-FOR UPDATE OF c`, providers, ids)
+SELECT 1
+FROM (SELECT * FROM unnest($1::text[], $2::text[]) AS k(provider, event_id) ORDER BY 1, 2) k
+CROSS JOIN LATERAL (
+    SELECT 1 FROM webhook_event_claims c
+    WHERE c.provider = k.provider AND c.event_id = k.event_id
+    FOR UPDATE) locked`, providers, ids)
 	if err != nil {
 		return fmt.Errorf("locking %d claims: %w", len(keys), err)
 	}
@@ -229,13 +234,6 @@ WITH v AS (
     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY
         AS v(provider, event_id, attempts, error, ord)
     GROUP BY provider, event_id
-), s AS (
-    SELECT v.provider, v.event_id,
-           CASE WHEN count(*) FILTER (WHERE d.status = 'processing') > 0 THEN 'processing'
-                WHEN count(*) FILTER (WHERE d.status = 'failed') > 0     THEN 'failed'
-                ELSE 'completed' END AS status
-    FROM v JOIN webhook_deliveries d USING (provider, event_id)
-    GROUP BY v.provider, v.event_id
 )
 UPDATE webhook_event_claims c SET
     status = s.status,
@@ -243,7 +241,14 @@ UPDATE webhook_event_claims c SET
     attempt_count = c.attempt_count + v.attempts,
     last_error = coalesce(v.error, c.last_error),
     updated_at = now()
-FROM v JOIN s USING (provider, event_id)
+FROM v CROSS JOIN LATERAL (
+    -- Per claim, through the primary key's prefix: a join here would be
+    -- planned over the whole deliveries table.
+    SELECT CASE WHEN count(*) FILTER (WHERE d.status = 'processing') > 0 THEN 'processing'
+                WHEN count(*) FILTER (WHERE d.status = 'failed') > 0     THEN 'failed'
+                ELSE 'completed' END AS status
+    FROM webhook_deliveries d
+    WHERE d.provider = v.provider AND d.event_id = v.event_id) s
 WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignored'`
 
 // Reopen puts a failed claim's failed deliveries back to processing and
