@@ -25,9 +25,6 @@ const (
 	Ignored    Status = "ignored"
 )
 
-// Terminal reports whether no further work is planned for s.
-func (s Status) Terminal() bool { return s == Completed || s == Failed || s == Ignored }
-
 // ErrNotFound is returned when a claim or delivery does not exist.
 var ErrNotFound = errors.New("not found")
 
@@ -70,9 +67,6 @@ type Store struct {
 func NewStore(pool *pgxpool.Pool, jobs Inserter, maxAttempts func(route string) int) *Store {
 	return &Store{pool: pool, jobs: jobs, limit: maxAttempts}
 }
-
-// Pool returns the store's pool, for callers that join its transactions.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // enqueue inserts one delivery job per route in tx.
 func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string, routes []string) error {

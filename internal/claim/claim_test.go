@@ -182,7 +182,7 @@ func TestClaim(t *testing.T) {
 WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType))
 		require.Equal(t, want, payload)
 		require.Equal(t, "application/json; charset=utf-8", contentType)
-		d, err := b.store.LoadDelivery(t.Context(), key("evt_win", "mail"))
+		d, err := claim.LoadDelivery(t.Context(), b.db.Pool, key("evt_win", "mail"))
 		require.NoError(t, err)
 		require.Equal(t, want, d.Payload, "the worker forwards exactly what was received")
 		require.Equal(t, ev.ContentType, d.ContentType)

@@ -41,13 +41,9 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// LoadDelivery returns the delivery with its claim's payload.
-func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
-	return LoadDelivery(ctx, s.pool, k)
-}
-
-// LoadDelivery is Store.LoadDelivery through q, for a caller that reads in a
-// transaction of its own (a worker under test runs inside one).
+// LoadDelivery returns the delivery k with its claim's payload, read through
+// q: the pool, or a transaction of the caller's (a worker under test runs
+// inside one).
 func LoadDelivery(ctx context.Context, q Querier, k Key) (Delivery, error) {
 	var d Delivery
 	err := q.QueryRow(ctx, `

@@ -19,7 +19,7 @@ func TestLoadDelivery(t *testing.T) {
 	b.claimed(t, "evt_1", "ship", "mail")
 	b.record(t, key("evt_1", "ship"), retry)
 
-	d, err := b.store.LoadDelivery(t.Context(), key("evt_1", "ship"))
+	d, err := claim.LoadDelivery(t.Context(), b.db.Pool, key("evt_1", "ship"))
 	require.NoError(t, err)
 	c, _ := b.get(t, "evt_1")
 	require.Equal(t, key("evt_1", "ship"), claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route})
@@ -34,7 +34,7 @@ func TestLoadDelivery(t *testing.T) {
 	require.True(t, d.ClaimFirstSeen.Equal(c.FirstSeenAt))
 
 	for _, k := range []claim.Key{key("evt_1", "ledger"), key("evt_2", "ship"), {Provider: "github", EventID: "evt_1", Route: "ship"}} {
-		_, err := b.store.LoadDelivery(t.Context(), k)
+		_, err := claim.LoadDelivery(t.Context(), b.db.Pool, k)
 		require.ErrorIs(t, err, claim.ErrNotFound, k.String())
 	}
 }
