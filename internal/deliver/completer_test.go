@@ -68,7 +68,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 			k.EventID, k.Route).Scan(&id))
 		row, err := client.JobGet(ctx, id)
 		require.NoError(t, err)
-		jobs[i] = &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: k.Provider, EventID: k.EventID, Route: k.Route}}
+		jobs[i] = &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs(k)}
 	}
 	const rescuedIdx, settledIdx = 2, 4
 	_, err = db.Pool.Exec(ctx, `UPDATE river_job SET attempt = 2 WHERE id = $1`, jobs[rescuedIdx].ID)
