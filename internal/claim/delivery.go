@@ -35,9 +35,9 @@ type Key struct{ Provider, EventID, Route string }
 
 func (k Key) String() string { return k.Provider + "/" + k.EventID + "/" + k.Route }
 
-// Querier runs a query returning one row: a pool, a connection or a
-// transaction.
+// Querier runs queries: a pool, a connection or a transaction.
 type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -45,23 +45,53 @@ type Querier interface {
 // q: the pool, or a transaction of the caller's (a worker under test runs
 // inside one).
 func LoadDelivery(ctx context.Context, q Querier, k Key) (Delivery, error) {
-	var d Delivery
-	err := q.QueryRow(ctx, `
-SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at,
-       c.event_type, coalesce(c.object_id, ''), c.content_type, c.payload, c.first_seen_at
-FROM webhook_deliveries d
-JOIN webhook_event_claims c USING (provider, event_id)
-WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.EventID, k.Route).Scan(
-		&d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
-		&d.EventType, &d.ObjectID, &d.ContentType, &d.Payload, &d.ClaimFirstSeen)
-	if errors.Is(err, pgx.ErrNoRows) {
+	ds, err := LoadDeliveries(ctx, q, []Key{k})
+	if err != nil {
+		return Delivery{}, err
+	}
+	if ds[0] == nil {
 		return Delivery{}, fmt.Errorf("loading delivery %s: %w", k, ErrNotFound)
 	}
-	if err != nil {
-		return Delivery{}, fmt.Errorf("loading delivery %s: %w", k, err)
+	return *ds[0], nil
+}
+
+// LoadDeliveries is LoadDelivery for many keys in one query: ds[i] is the
+// delivery of keys[i], or nil when there is none.
+func LoadDeliveries(ctx context.Context, q Querier, keys []Key) (ds []*Delivery, err error) {
+	providers, ids, routes := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], ids[i], routes[i] = k.Provider, k.EventID, k.Route
 	}
-	d.Provider, d.EventID, d.Route = k.Provider, k.EventID, k.Route
-	return d, nil
+	// One primary-key lookup per key (see LockClaims on why not a join).
+	rows, err := q.Query(ctx, `
+SELECT k.i, x.*
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(provider, event_id, route, i)
+CROSS JOIN LATERAL (
+    SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at,
+           c.event_type, coalesce(c.object_id, ''), c.content_type, c.payload, c.first_seen_at
+    FROM webhook_deliveries d
+    JOIN webhook_event_claims c USING (provider, event_id)
+    WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route) x`, providers, ids, routes)
+	if err != nil {
+		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
+	}
+	defer rows.Close()
+	ds = make([]*Delivery, len(keys))
+	for rows.Next() {
+		var i int
+		var d Delivery
+		if err := rows.Scan(&i, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
+			&d.EventType, &d.ObjectID, &d.ContentType, &d.Payload, &d.ClaimFirstSeen); err != nil {
+			return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
+		}
+		k := keys[i-1]
+		d.Provider, d.EventID, d.Route = k.Provider, k.EventID, k.Route
+		ds[i-1] = &d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
+	}
+	return ds, nil
 }
 
 // AttemptResult is what one downstream attempt did to a delivery.

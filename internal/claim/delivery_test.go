@@ -501,3 +501,24 @@ func TestRecordAttemptsBatch(t *testing.T) {
 		require.Equal(t, want.attempts, attempts, id)
 	}
 }
+
+// TestLoadDeliveries reads several deliveries in one query, in the order
+// asked, with nil for a key that has none.
+func TestLoadDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.claimed(t, "evt_l1", "ship", "mail")
+	b.claimed(t, "evt_l2", "ship")
+	keys := []claim.Key{key("evt_l2", "ship"), key("evt_missing", "ship"), key("evt_l1", "mail"), key("evt_l1", "ship")}
+	ds, err := claim.LoadDeliveries(t.Context(), b.db.Pool, keys)
+	require.NoError(t, err)
+	require.Len(t, ds, len(keys))
+	require.Nil(t, ds[1])
+	for _, i := range []int{0, 2, 3} {
+		require.NotNil(t, ds[i], keys[i])
+		require.Equal(t, keys[i].EventID, ds[i].EventID)
+		require.Equal(t, keys[i].Route, ds[i].Route)
+		require.Equal(t, claim.Processing, ds[i].Status)
+		require.Equal(t, event(keys[i].EventID).Payload, ds[i].Payload)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,35 +20,26 @@ import (
 const maxBatch = 128
 
 // completer ends delivery jobs: each job's final outcome is written in the
-// transaction that completes the job. Concurrent ends share a transaction,
-// so that a hundred deliveries finishing together cost one commit rather
-// than a hundred; commits, not statements, are what bound a worker's rate.
-//
-// It needs no goroutine of its own. The first caller to find no batch in
-// flight leads: it takes what is pending, runs it, hands the results out,
-// and passes the lead to the oldest caller still waiting, so no caller
-// works for others for longer than one batch.
+// transaction that completes the job. Concurrent ends share a transaction
+// (see combiner), so that a hundred deliveries finishing together cost one
+// commit rather than a hundred; commits, not statements, are what bound a
+// worker's rate.
 type completer struct {
-	db      DB
-	metrics *Metrics
-
-	mu      sync.Mutex
-	busy    bool
-	pending []*ending
+	db    DB
+	batch combiner[*ending, endResult]
 }
 
-// ending is one job's end, waiting for its batch.
+func newCompleter(db DB, metrics *Metrics) *completer {
+	c := &completer{db: db}
+	c.batch = combiner[*ending, endResult]{max: maxBatch, run: c.run, observe: metrics.batch}
+	return c
+}
+
+// ending is one job's end.
 type ending struct {
 	ctx     context.Context // the job's Work context, for River's client
 	job     *river.Job[claim.DeliveryArgs]
 	attempt claim.Attempt
-	msg     chan endMsg // a result, or the lead
-}
-
-type endMsg struct {
-	lead   bool
-	result endResult
-	err    error // why, when result is failedToRecord
 }
 
 // endResult is how a job's end went.
@@ -71,78 +61,11 @@ const (
 // end records a's outcome and completes job in one transaction, shared
 // with whatever other ends are pending.
 func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
-	e := &ending{ctx: ctx, job: job, attempt: a, msg: make(chan endMsg, 1)}
-	c.mu.Lock()
-	c.pending = append(c.pending, e)
-	lead := !c.busy
-	c.busy = true
-	c.mu.Unlock()
-	if lead {
-		c.lead()
+	r, err := c.batch.do(&ending{ctx: ctx, job: job, attempt: a})
+	if err != nil {
+		return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
 	}
-	for {
-		m := <-e.msg
-		if m.lead {
-			c.lead()
-			continue
-		}
-		if m.result == failedToRecord {
-			return m.result, fmt.Errorf("recording the outcome of %s: %w", a.Key, m.err)
-		}
-		return m.result, nil
-	}
-}
-
-// lead runs one batch and passes the lead on.
-func (c *completer) lead() {
-	c.mu.Lock()
-	n := min(len(c.pending), maxBatch)
-	batch := slices.Clone(c.pending[:n])
-	c.pending = slices.Delete(c.pending, 0, n)
-	c.mu.Unlock()
-
-	c.metrics.batch(len(batch))
-	results, err := c.safeRun(batch)
-	errs := make([]error, len(batch))
-	for i := range errs {
-		errs[i] = err
-	}
-	if err != nil && len(batch) > 1 {
-		// One bad end must not sink the others: retry each on its own.
-		for i, e := range batch {
-			r, err := c.safeRun([]*ending{e})
-			results[i], errs[i] = r[0], err
-		}
-	}
-	for i, e := range batch {
-		e.msg <- endMsg{result: results[i], err: errs[i]}
-	}
-
-	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.busy = false
-		c.mu.Unlock()
-		return
-	}
-	next := c.pending[0]
-	c.mu.Unlock()
-	next.msg <- endMsg{lead: true}
-}
-
-// safeRun is run, with a panic turned into an error for the batch: the
-// callers waiting on it, and every later end, must not hang on a leader
-// that never reports back.
-func (c *completer) safeRun(batch []*ending) (results []endResult, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			results = make([]endResult, len(batch))
-			for i := range results {
-				results[i] = failedToRecord
-			}
-			err = fmt.Errorf("ending %d jobs panicked: %v", len(batch), p)
-		}
-	}()
-	return c.run(batch)
+	return r, nil
 }
 
 // run ends batch in one transaction: lock the claims in key order, then the
@@ -151,9 +74,6 @@ func (c *completer) safeRun(batch []*ending) (results []endResult, err error) {
 // record their outcomes, commit.
 func (c *completer) run(batch []*ending) ([]endResult, error) {
 	results := make([]endResult, len(batch))
-	for i := range results {
-		results[i] = failedToRecord
-	}
 	// Detached from the jobs' cancellation: an answer that arrived as the
 	// worker began to stop is still written down.
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
@@ -247,9 +167,6 @@ FOR UPDATE OF j`, ids, attempts)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		for i := range results {
-			results[i] = failedToRecord
-		}
 		return results, err
 	}
 	return results, nil

@@ -100,6 +100,7 @@ type Worker struct {
 	cfg     *config.Config
 	signers map[string]*standardwebhooks.Webhook
 	db      DB
+	loads   *loader
 	ends    *completer
 	client  *http.Client
 	logger  *slog.Logger
@@ -121,7 +122,8 @@ func NewWorker(o Options) (*Worker, error) {
 		cfg:     o.Config,
 		signers: map[string]*standardwebhooks.Webhook{},
 		db:      o.DB,
-		ends:    &completer{db: o.DB, metrics: o.Metrics},
+		loads:   newLoader(o.DB),
+		ends:    newCompleter(o.DB, o.Metrics),
 		client:  o.HTTPClient,
 		logger:  o.Logger,
 		metrics: o.Metrics,
@@ -224,7 +226,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
 		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
 
-	d, err := claim.LoadDelivery(ctx, w.db, k)
+	d, err := w.loads.load(k)
 	if errors.Is(err, claim.ErrNotFound) {
 		w.metrics.outcome(k.Route, OutcomeSkipped)
 		log.Warn("delivery no longer exists; job ends without a call")

@@ -1,0 +1,48 @@
+package deliver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// loadBatch caps how many deliveries one query loads: each carries its
+// payload, up to ingest.max_body_bytes.
+const loadBatch = 32
+
+// loadTimeout bounds one batch of loads.
+const loadTimeout = 10 * time.Second
+
+// loader reads the deliveries jobs are about to attempt. River starts jobs
+// in bursts (a fetch of up to worker.concurrency at a time), so their loads
+// share queries (see combiner) instead of queueing for connections one by one.
+type loader struct {
+	db    DB
+	batch combiner[claim.Key, *claim.Delivery]
+}
+
+func newLoader(db DB) *loader {
+	l := &loader{db: db}
+	l.batch = combiner[claim.Key, *claim.Delivery]{max: loadBatch, run: l.run}
+	return l
+}
+
+// load returns the delivery k with its claim's payload, or claim.ErrNotFound.
+func (l *loader) load(k claim.Key) (claim.Delivery, error) {
+	d, err := l.batch.do(k)
+	if err != nil {
+		return claim.Delivery{}, err
+	}
+	if d == nil {
+		return claim.Delivery{}, fmt.Errorf("loading delivery %s: %w", k, claim.ErrNotFound)
+	}
+	return *d, nil
+}
+
+func (l *loader) run(keys []claim.Key) ([]*claim.Delivery, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
+	defer cancel()
+	return claim.LoadDeliveries(ctx, l.db, keys)
+}
