@@ -68,7 +68,7 @@ type Options struct {
 // most one downstream call. Its outcome is recorded like this:
 //
 //   - 2xx: the delivery is completed and the job completed in one
-//     transaction (river.JobCompleteTx), so a crash can never leave one
+//     transaction (see completer), so a crash can never leave one
 //     without the other.
 //   - a rejection (4xx other than 408, 409, 425, 429; a redirect), or a
 //     retryable failure on the job's last attempt: the delivery is failed
