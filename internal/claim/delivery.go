@@ -294,6 +294,22 @@ func (s *Store) Reopen(ctx context.Context, provider, eventID string, force bool
 	return n, nil
 }
 
+// statusConflict is ErrConflict with the claim's status, which a caller
+// answering a duplicate needs anyway.
+type statusConflict struct {
+	status Status
+	why    string
+}
+
+func (e *statusConflict) Error() string {
+	if e.why != "" {
+		return fmt.Sprintf("claim is %s but %s", e.status, e.why)
+	}
+	return fmt.Sprintf("claim is %s", e.status)
+}
+
+func (e *statusConflict) Unwrap() error { return ErrConflict }
+
 func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool) (int, error) {
 	allowed := []string{string(Failed)}
 	if force {
@@ -303,11 +319,10 @@ func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID strin
 	// processing claim, the common case, takes no lock. The guard is what
 	// makes two concurrent reopens act once: the second waits for the
 	// first's lock, re-reads the row, finds it processing and stops.
-	var reopenable bool
-	err := tx.QueryRow(ctx, `SELECT true FROM webhook_event_claims
-WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider, eventID, allowed).Scan(&reopenable)
+	var status Status
+	err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims
+WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider, eventID, allowed).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var status Status
 		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			provider, eventID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -316,7 +331,7 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider
 		if err != nil {
 			return 0, err
 		}
-		return 0, fmt.Errorf("claim is %s: %w", status, ErrConflict)
+		return 0, &statusConflict{status: status}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("locking claim: %w", err)
@@ -335,7 +350,7 @@ RETURNING route`, provider, eventID, allowed)
 		return 0, fmt.Errorf("reopening deliveries: %w", err)
 	}
 	if len(routes) == 0 {
-		return 0, fmt.Errorf("claim has no delivery to reopen: %w", ErrConflict)
+		return 0, &statusConflict{status: status, why: "it has no delivery to reopen"}
 	}
 	if _, err := tx.Exec(ctx, `
 UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, updated_at = now()

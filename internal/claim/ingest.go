@@ -90,17 +90,22 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 			}
 			return s.enqueue(ctx, tx, ev.Provider, ev.ID, routes)
 		}
+		res.Outcome = Duplicate
 		if reopen {
 			n, err := s.reopenTx(ctx, tx, ev.Provider, ev.ID, false)
-			if err != nil && !errors.Is(err, ErrConflict) {
-				return err
-			}
-			if err == nil {
+			var conflict *statusConflict
+			switch {
+			case err == nil:
 				res = Result{Outcome: Reopened, Status: Processing, Deliveries: n}
 				return nil
+			case errors.As(err, &conflict):
+				// The status reopenTx read is the duplicate's answer.
+				res.Status = conflict.status
+				return nil
+			case !errors.Is(err, ErrNotFound):
+				return err
 			}
 		}
-		res.Outcome = Duplicate
 		if err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			ev.Provider, ev.ID).Scan(&res.Status); err != nil {
 			return fmt.Errorf("reading existing claim: %w", err)
