@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -59,11 +58,10 @@ func (s *Server) handleWebhook(c echo.Context) error {
 
 // ingest does the work of handleWebhook and names its outcome for the log.
 func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, err error) {
-	v, ok := s.verifiers[name]
+	p, ok := s.providers[name]
 	if !ok {
 		return "unknown_provider", "", errUnknownProvider
 	}
-	p, _ := s.cfg.Provider(name)
 
 	req := c.Request()
 	if req.ContentLength > s.cfg.Ingest.MaxBodyBytes {
@@ -79,7 +77,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		return "bad_body", "", errBadBody
 	}
 
-	ev, err := v.Verify(body, req.Header, s.now())
+	ev, err := p.verifier.Verify(body, req.Header, s.now())
 	if err != nil {
 		var verr *verify.Error
 		if errors.As(err, &verr) && errors.Is(err, verify.ErrUnauthorized) {
@@ -103,7 +101,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		ObjectID:    ev.ObjectID,
 		ContentType: req.Header.Get(echo.HeaderContentType),
 		Payload:     body,
-	}, names, p.OnFailedRedelivery == config.RedeliveryReopen)
+	}, names, p.reopen)
 	if err != nil {
 		return "unavailable", ev.ID, &unavailableError{err: err}
 	}

@@ -28,10 +28,17 @@ type Claimer interface {
 	Claim(ctx context.Context, ev claim.Event, routes []string, reopen bool) (claim.Result, error)
 }
 
+// provider is what a request to /webhooks/{name} needs, looked up once.
+type provider struct {
+	verifier verify.Verifier
+	// reopen: a redelivery of a failed event reopens it (on_failed_redelivery).
+	reopen bool
+}
+
 // Server is the ingest HTTP server.
 type Server struct {
 	cfg       *config.Config
-	verifiers map[string]verify.Verifier
+	providers map[string]provider
 	claims    Claimer
 	db        Pinger
 	logger    *slog.Logger
@@ -45,7 +52,7 @@ type Server struct {
 func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
-		verifiers: map[string]verify.Verifier{},
+		providers: map[string]provider{},
 		claims:    claims,
 		db:        db,
 		logger:    logger,
@@ -67,7 +74,7 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)
 		}
-		s.verifiers[p.Name] = v
+		s.providers[p.Name] = provider{verifier: v, reopen: p.OnFailedRedelivery == config.RedeliveryReopen}
 	}
 	s.echo = s.routes(reg)
 	return s, nil
