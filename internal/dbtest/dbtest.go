@@ -53,9 +53,13 @@ var (
 )
 
 // Main runs the package's tests and then stops a throwaway cluster if one was
-// started. Call it from TestMain.
-func Main(m *testing.M) {
+// started. Call it from TestMain; each cleanup runs after the tests, since
+// Main exits the process and deferred calls in TestMain would never run.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if sharedDB != nil {
 		sharedDB.drop()
 	}

@@ -33,36 +33,35 @@ import (
 // Binaries built once by TestMain.
 var bins struct{ ingest, worker string }
 
-// TestMain builds the binaries under test, then runs the tests. They go to a
-// fixed directory, replaced on each run, rather than a temporary one:
-// dbtest.Main exits the process, so nothing would remove it.
+// TestMain builds the binaries under test into a directory of this test
+// process's own, so that concurrent runs from other checkouts never exec each
+// other's builds, then runs the tests and removes the directory.
 func TestMain(m *testing.M) {
-	dir := filepath.Join(os.TempDir(), "hookgate-e2e-bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := os.MkdirTemp("", "hookgate-e2e-bin-")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
 	for name, dst := range map[string]*string{"ingest": &bins.ingest, "worker": &bins.worker} {
 		path, err := build(dir, name)
 		if err != nil {
+			_ = os.RemoveAll(dir)
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
 		}
 		*dst = path
 	}
-	dbtest.Main(m)
+	dbtest.Main(m, func() { _ = os.RemoveAll(dir) })
 }
 
-// build compiles cmd/name into dir, atomically replacing an earlier build, so
-// that concurrent test runs never exec a half-written file.
+// build compiles cmd/name into dir.
 func build(dir, name string) (string, error) {
 	dst := filepath.Join(dir, name)
-	tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "github.com/hookgate/hookgate/cmd/"+name)
+	cmd := exec.Command("go", "build", "-o", dst, "github.com/hookgate/hookgate/cmd/"+name)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
-	return dst, os.Rename(tmp, dst)
+	return dst, nil
 }
 
 // Secrets of the test provider and of signed routes: whsec_ + base64.
