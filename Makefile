@@ -10,7 +10,7 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build ingest, worker and the local dev tool into .local/bin
-	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./internal/devtool
+	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./cmd/devtool
 
 .PHONY: run
 run: build ## run the whole system locally (a throwaway Postgres in .local/pg when DATABASE_URL is unset)
@@ -18,7 +18,7 @@ run: build ## run the whole system locally (a throwaway Postgres in .local/pg wh
 
 .PHONY: send-demo
 send-demo: ## send one signed demo event twice to the local ingest
-	@$(GO) build -o $(BIN)/ ./internal/devtool
+	@$(GO) build -o $(BIN)/ ./cmd/devtool
 	@$(BIN)/devtool send --times 2
 
 .PHONY: test

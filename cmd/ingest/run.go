@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +16,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/cli"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/ingest"
 )
 
@@ -44,12 +44,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unknown command %q (usage: %s)", fs.Arg(0), usage)
 	}
-	boot, err := cli.Boot(ctx, common, env, func(c *config.Config) *string { return &c.Ingest.Listen })
+	boot, err := cli.Boot(ctx, common, env)
 	if err != nil {
 		return err
 	}
 	defer boot.Pool.Close()
 	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
+	cfg.Ingest.Listen = cmp.Or(common.Listen, cfg.Ingest.Listen)
 
 	// Insert-only: never started, no workers, so ingest links no worker code.
 	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})

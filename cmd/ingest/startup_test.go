@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/cmd/internal/cli"
 )
 
 // TestStartupErrors checks that a bad start stops at once with one line

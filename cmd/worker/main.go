@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/cmd/internal/cli"
 )
 
 func main() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +18,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"riverqueue.com/riverui"
 
+	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/cli"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 )
 
@@ -70,12 +70,13 @@ func serve(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", fs.Arg(0))
 	}
-	boot, err := cli.Boot(ctx, common, env, func(c *config.Config) *string { return &c.Worker.Listen })
+	boot, err := cli.Boot(ctx, common, env)
 	if err != nil {
 		return err
 	}
 	defer boot.Pool.Close()
 	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
+	cfg.Worker.Listen = cmp.Or(common.Listen, cfg.Worker.Listen)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

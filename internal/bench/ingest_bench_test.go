@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/cli"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
@@ -115,19 +115,23 @@ func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
 	n := envInt("BENCH_INGEST_EVENTS", 20000)
 	db := dbtest.NewDB(b)
-	env := cli.Env{Getenv: func(k string) string {
-		return map[string]string{"DATABASE_URL": db.URL, "BENCH_STRIPE": benchSecret}[k]
-	}, Stdout: io.Discard, Stderr: io.Discard}
-	pool, err := cli.OpenPool(ctx, env)
+	// A pool sized as the binaries size theirs (cmd/internal/cli.DefaultMaxConns).
+	pcfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pcfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pool.Close()
+	getenv := func(k string) string { return map[string]string{"BENCH_STRIPE": benchSecret}[k] }
 	cfg, err := config.Parse([]byte(benchConfig))
 	if err != nil {
 		b.Fatal(err)
 	}
-	secrets, err := cfg.ResolveSecrets(env.Getenv)
+	secrets, err := cfg.ResolveSecrets(getenv)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -133,11 +133,11 @@ type Server struct {
 	Pool    *pgxpool.Pool
 }
 
-// Boot loads the config and the secrets it names, lets --listen override
-// the address listen points at, and opens the logger and the pool, in that
-// order, so that a config or secret problem stops the binary before it
-// touches the database. The caller closes Pool.
-func Boot(ctx context.Context, c Common, env Env, listen func(*config.Config) *string) (*Server, error) {
+// Boot loads the config and the secrets it names, and opens the logger and
+// the pool, in that order, so that a config or secret problem stops the
+// binary before it touches the database. The caller applies c.Listen to the
+// address it serves on, and closes Pool.
+func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	cfg, err := LoadConfig(c, env)
 	if err != nil {
 		return nil, err
@@ -145,9 +145,6 @@ func Boot(ctx context.Context, c Common, env Env, listen func(*config.Config) *s
 	secrets, err := cfg.ResolveSecrets(env.Getenv)
 	if err != nil {
 		return nil, err
-	}
-	if c.Listen != "" {
-		*listen(cfg) = c.Listen
 	}
 	pool, err := OpenPool(ctx, env)
 	if err != nil {
@@ -157,7 +154,8 @@ func Boot(ctx context.Context, c Common, env Env, listen func(*config.Config) *s
 }
 
 // Exit turns run's error into a process exit code, printing it as one line
-// prefixed with the binary's name. --help exits 0; usage errors exit 2.
+// prefixed with the binary's name. --help exits 0; every other error,
+// usage errors included, exits 1.
 func Exit(name string, err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, ErrHelp):

@@ -61,6 +61,6 @@ func demoSecretsNotice(defaulted map[string]string) string {
 	if len(defaulted) == 0 {
 		return "all secret variables the config names are set; using them"
 	}
-	return fmt.Sprintf("using local demo secrets (see internal/devtool/secrets.go) for unset %s",
+	return fmt.Sprintf("using local demo secrets (see cmd/devtool/secrets.go) for unset %s",
 		strings.Join(slices.Sorted(maps.Keys(defaulted)), ", "))
 }

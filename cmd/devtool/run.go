@@ -262,7 +262,7 @@ func servesDir(pid int, dir string) bool {
 func checkExecutable(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not built (no executable at %s); build the binaries first: go build -o %s/ ./cmd/ingest ./cmd/worker ./internal/devtool (make run does this)",
+		return fmt.Errorf("%s is not built (no executable at %s); build the binaries first: go build -o %s/ ./cmd/ingest ./cmd/worker ./cmd/devtool (make run does this)",
 			filepath.Base(path), path, filepath.Dir(path))
 	}
 	return nil
