@@ -32,16 +32,18 @@ const shutdownGrace = 30 * time.Second
 // server, serves until ctx ends, then drains in reverse order.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
-	if len(args) > 1 && args[1] == "migrate" {
-		return cli.Migrate(ctx, "ingest", args[2:], env)
-	}
 	var common cli.Common
 	fs := cli.NewFlagSet("ingest", usage, env, &common)
 	fs.StringVar(&common.Listen, "listen", "", "listen address (overrides ingest.listen)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case fs.NArg() > 0 && fs.Arg(0) == "migrate" && common.Listen != "":
+		return fmt.Errorf("--listen applies only when serving, not to migrate (usage: %s)", usage)
+	case fs.NArg() > 0 && fs.Arg(0) == "migrate":
+		return cli.Migrate(ctx, "ingest", common, fs.Args()[1:], env)
+	case fs.NArg() > 0:
 		return fmt.Errorf("unknown command %q (usage: %s)", fs.Arg(0), usage)
 	}
 	boot, err := cli.Boot(ctx, common, env)

@@ -43,33 +43,40 @@ const (
 	opsGrace       = 5 * time.Second
 )
 
-// run dispatches to a subcommand; without one, it serves.
+// run dispatches to a subcommand; without one, it serves. The common flags
+// may come before the subcommand (`worker --config FILE claims list`) as
+// well as after it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
-	if len(args) > 1 {
-		switch args[1] {
-		case "migrate":
-			return cli.Migrate(ctx, "worker", args[2:], env)
-		case "claims":
-			return runClaims(ctx, args[2:], env)
+	var common cli.Common
+	fs := cli.NewFlagSet("worker", usage, env, &common)
+	fs.StringVar(&common.Listen, "listen", "", "ops listen address (overrides worker.listen)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return serve(ctx, common, env)
+	}
+	command, rest := fs.Arg(0), fs.Args()[1:]
+	switch command {
+	case "migrate", "claims":
+		if common.Listen != "" {
+			return fmt.Errorf("--listen applies only when serving, not to %s (usage: %s)", command, usage)
 		}
 	}
-	return serve(ctx, args[1:], env)
+	switch command {
+	case "migrate":
+		return cli.Migrate(ctx, "worker", common, rest, env)
+	case "claims":
+		return (&claimsCommand{common: common, env: env}).Run(ctx, rest)
+	}
+	return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", command)
 }
 
 // serve wires config → pool → delivery worker → River client → ops server,
 // works jobs until ctx ends, then stops in reverse order: River first (soft,
 // then hard), the ops server, the pool.
-func serve(ctx context.Context, args []string, env cli.Env) error {
-	var common cli.Common
-	fs := cli.NewFlagSet("worker", usage, env, &common)
-	fs.StringVar(&common.Listen, "listen", "", "ops listen address (overrides worker.listen)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", fs.Arg(0))
-	}
+func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	boot, err := cli.Boot(ctx, common, env)
 	if err != nil {
 		return err

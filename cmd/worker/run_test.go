@@ -136,6 +136,8 @@ func TestStartupErrors(t *testing.T) {
 		{"NoDatabaseURL", nil, with("DATABASE_URL", ""), "DATABASE_URL is not set"},
 		{"NoConfig", nil, with("HOOKGATE_CONFIG", filepath.Join(t.TempDir(), "missing.yaml")), "does not exist"},
 		{"UnknownCommand", []string{"frobnicate"}, base, `unknown command "frobnicate"`},
+		{"UnknownCommandAfterFlags", []string{"--config", cfg, "frobnicate"}, base, `unknown command "frobnicate"`},
+		{"ListenIsForServing", []string{"--listen", "127.0.0.1:0", "claims", "list"}, base, "--listen applies only when serving, not to claims"},
 		{"ClaimsWithoutCommand", []string{"claims"}, base, "claims needs a command"},
 		{"UnknownClaimsCommand", []string{"claims", "delete"}, base, `unknown claims command "delete"`},
 		{"ListBadStatus", []string{"claims", "list", "--status", "done"}, base, `--status "done": must be processing, completed, failed or ignored`},
@@ -161,7 +163,8 @@ func TestStartupErrors(t *testing.T) {
 func TestClaimsNeedNoSecrets(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	cfgPath := writeConfig(t, "http://127.0.0.1:1")
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath})
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
 	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
@@ -175,6 +178,18 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 	require.Len(t, lines, 2, out.String())
 	require.Regexp(t, `^PROVIDER\s+EVENT ID\s+EVENT TYPE\s+STATUS\s+ATTEMPTS\s+FIRST SEEN\s+LAST ERROR$`, lines[0])
 	require.Regexp(t, `^stripe\s+evt_1\s+invoice.paid\s+processing\s+0\s+\S+\s+-$`, lines[1])
+
+	// The config file may be named before the subcommand, too.
+	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
+	for _, args := range [][]string{
+		{"worker", "--config", cfgPath, "claims", "list"},
+		{"worker", "claims", "--config", cfgPath, "list"},
+		{"worker", "claims", "list", "--config", cfgPath},
+	} {
+		var again bytes.Buffer
+		require.NoError(t, run(t.Context(), args, noConfigEnv, &again, io.Discard), args)
+		require.Equal(t, out.String(), again.String(), args)
+	}
 
 	out.Reset()
 	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list", "--json", "--provider", "stripe", "--limit", "1"}, env, &out, io.Discard))

@@ -87,22 +87,62 @@ FROM webhook_deliveries WHERE provider = $1 AND event_id = $2 ORDER BY route`, p
 }
 
 // FailedKeys returns the keys of failed claims, oldest first, optionally of
-// one provider, for `claims retry --status failed`.
-func (s *Store) FailedKeys(ctx context.Context, provider string, limit int) ([][2]string, error) {
+// one provider.
+func (s *Store) FailedKeys(ctx context.Context, provider string, limit int) ([]EventKey, error) {
 	rows, err := s.pool.Query(ctx, `SELECT provider, event_id FROM webhook_event_claims
 WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT $2`, provider, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing failed claims: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
-		var k [2]string
-		err := r.Scan(&k[0], &k[1])
-		return k, err
-	})
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[EventKey])
 	if err != nil {
 		return nil, fmt.Errorf("listing failed claims: %w", err)
 	}
 	return keys, nil
+}
+
+// reopenBatch is how many failed claims ReopenFailed reads at a time.
+const reopenBatch = 500
+
+// ReopenFailed reopens every failed claim, optionally of one provider,
+// oldest failure first, as Reopen does one; it reads them reopenBatch at a
+// time rather than all at once. A claim reopened
+// here that fails again during the run comes back in a later batch and is
+// not reopened twice. A claim reopened or deleted meanwhile by someone else
+// is skipped. reopened, when not nil, is called after each claim with the
+// number of its deliveries reopened. It returns the totals so far, also
+// with an error.
+func (s *Store) ReopenFailed(ctx context.Context, provider string, force bool, reopened func(k EventKey, deliveries int)) (claims, deliveries int, err error) {
+	seen := map[EventKey]bool{}
+	for {
+		keys, err := s.FailedKeys(ctx, provider, reopenBatch)
+		if err != nil {
+			return claims, deliveries, err
+		}
+		fresh := 0
+		for _, k := range keys {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			fresh++
+			n, err := s.Reopen(ctx, k.Provider, k.EventID, force)
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return claims, deliveries, err
+			}
+			claims++
+			deliveries += n
+			if reopened != nil {
+				reopened(k, n)
+			}
+		}
+		if fresh == 0 {
+			return claims, deliveries, nil
+		}
+	}
 }
 
 // Backlog describes the claims still processing, for metrics.

@@ -161,16 +161,17 @@ func TestFailedKeys(t *testing.T) {
 	b.backdate(t, "updated_at", "stripe", "evt_1", 2*time.Minute)
 	b.backdate(t, "updated_at", "github", "evt_2", time.Minute)
 
+	type ek = claim.EventKey
 	for _, tt := range []struct {
 		name     string
 		provider string
 		limit    int
-		want     [][2]string
+		want     []claim.EventKey
 	}{
-		{"All", "", 10, [][2]string{{"stripe", "evt_3"}, {"stripe", "evt_1"}, {"github", "evt_2"}}},
-		{"Provider", "stripe", 10, [][2]string{{"stripe", "evt_3"}, {"stripe", "evt_1"}}},
-		{"Limit", "", 2, [][2]string{{"stripe", "evt_3"}, {"stripe", "evt_1"}}},
-		{"UnknownProvider", "shopify", 10, [][2]string{}},
+		{"All", "", 10, []claim.EventKey{{"stripe", "evt_3"}, {"stripe", "evt_1"}, {"github", "evt_2"}}},
+		{"Provider", "stripe", 10, []claim.EventKey{{"stripe", "evt_3"}, {"stripe", "evt_1"}}},
+		{"Limit", "", 2, []claim.EventKey{{"stripe", "evt_3"}, {"stripe", "evt_1"}}},
+		{"UnknownProvider", "shopify", 10, []claim.EventKey{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			keys, err := b.store.FailedKeys(t.Context(), tt.provider, tt.limit)
@@ -184,8 +185,74 @@ func TestFailedKeys(t *testing.T) {
 		require.NoError(t, err)
 		keys, err := b.store.FailedKeys(t.Context(), "", 10)
 		require.NoError(t, err)
-		require.Equal(t, [][2]string{{"stripe", "evt_1"}, {"github", "evt_2"}}, keys)
+		require.Equal(t, []claim.EventKey{ek{"stripe", "evt_1"}, ek{"github", "evt_2"}}, keys)
 	})
+}
+
+func TestReopenFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, k := range [][2]string{{"stripe", "evt_1"}, {"github", "evt_2"}, {"stripe", "evt_3"}} {
+		b.claimAs(t, k[0], k[1], "ship", "mail")
+		b.record(t, claim.Key{Provider: k[0], EventID: k[1], Route: "ship"}, reject)
+		b.record(t, claim.Key{Provider: k[0], EventID: k[1], Route: "mail"}, success)
+	}
+	b.claimed(t, "evt_processing", "ship")
+	b.backdate(t, "updated_at", "stripe", "evt_3", time.Minute)
+
+	var got []claim.EventKey
+	claims, deliveries, err := b.store.ReopenFailed(t.Context(), "stripe", false, func(k claim.EventKey, n int) {
+		require.Equal(t, 1, n, k)
+		got = append(got, k)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, claims)
+	require.Equal(t, 2, deliveries)
+	require.Equal(t, []claim.EventKey{{"stripe", "evt_3"}, {"stripe", "evt_1"}}, got, "oldest failure first")
+	c, ds := b.get(t, "evt_1")
+	require.Equal(t, claim.Processing, c.Status)
+	require.Equal(t, claim.Completed, ds["mail"].Status, "without force a completed delivery stays as it is")
+	keys, err := b.store.FailedKeys(t.Context(), "", 10)
+	require.NoError(t, err)
+	require.Equal(t, []claim.EventKey{{"github", "evt_2"}}, keys, "another provider's claim is left failed")
+
+	t.Run("NothingFailed", func(t *testing.T) {
+		claims, deliveries, err := b.store.ReopenFailed(t.Context(), "stripe", false, nil)
+		require.NoError(t, err)
+		require.Zero(t, claims)
+		require.Zero(t, deliveries)
+	})
+
+	t.Run("ForceReopensCompletedDeliveriesToo", func(t *testing.T) {
+		claims, deliveries, err := b.store.ReopenFailed(t.Context(), "github", true, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, claims)
+		require.Equal(t, 2, deliveries)
+	})
+}
+
+func TestConflictStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.claimed(t, "evt_processing", "ship")
+	b.claimAs(t, "stripe", "evt_ignored")
+	for _, tt := range []struct {
+		id   string
+		want claim.Status
+	}{
+		{"evt_processing", claim.Processing},
+		{"evt_ignored", claim.Ignored},
+	} {
+		_, err := b.store.Reopen(t.Context(), "stripe", tt.id, false)
+		require.ErrorIs(t, err, claim.ErrConflict)
+		status, ok := claim.ConflictStatus(err)
+		require.True(t, ok, tt.id)
+		require.Equal(t, tt.want, status, tt.id)
+	}
+	_, err := b.store.Reopen(t.Context(), "stripe", "evt_missing", false)
+	require.ErrorIs(t, err, claim.ErrNotFound)
+	_, ok := claim.ConflictStatus(err)
+	require.False(t, ok)
 }
 
 func TestBacklog(t *testing.T) {

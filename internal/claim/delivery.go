@@ -30,10 +30,8 @@ type Delivery struct {
 	ClaimFirstSeen time.Time
 }
 
-// Key identifies one delivery.
-type Key struct{ Provider, EventID, Route string }
-
-func (k Key) String() string { return k.Provider + "/" + k.EventID + "/" + k.Route }
+// Key returns the key of d.
+func (d *Delivery) Key() Key { return Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route} }
 
 // Querier runs queries: a pool, a connection or a transaction.
 type Querier interface {
@@ -309,6 +307,17 @@ func (e *statusConflict) Error() string {
 }
 
 func (e *statusConflict) Unwrap() error { return ErrConflict }
+
+// ConflictStatus returns the status of the claim that Reopen refused with
+// err, and whether err is such a refusal, so that a caller can say why
+// without reading the claim again.
+func ConflictStatus(err error) (Status, bool) {
+	var c *statusConflict
+	if errors.As(err, &c) {
+		return c.status, true
+	}
+	return "", false
+}
 
 func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool) (int, error) {
 	allowed := []string{string(Failed)}

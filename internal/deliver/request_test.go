@@ -44,7 +44,7 @@ func TestRequest(t *testing.T) {
 		require.Equal(t, payload, body)
 		require.Equal(t, int64(len(payload)), req.ContentLength)
 
-		key := IdempotencyKey("stripe", "evt_1", "ship")
+		key := claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship"}.IdempotencyKey()
 		for name, want := range map[string]string{
 			"Content-Type":        "application/json; charset=utf-8",
 			"User-Agent":          "hookgate",
@@ -89,7 +89,7 @@ func TestRequest(t *testing.T) {
 		for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "Content-Type"} {
 			require.Empty(t, req.Header.Values(h), h)
 		}
-		require.Equal(t, IdempotencyKey("stripe", "evt_1", "mail"), req.Header.Get("Idempotency-Key"))
+		require.Equal(t, claim.Key{Provider: "stripe", EventID: "evt_1", Route: "mail"}.IdempotencyKey(), req.Header.Get("Idempotency-Key"))
 	})
 
 	t.Run("ControlCharactersInTheEventTypeCannotBreakTheRequest", func(t *testing.T) {

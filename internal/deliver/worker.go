@@ -298,7 +298,7 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery) 
 	if err != nil {
 		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
 	}
-	key := IdempotencyKey(d.Provider, d.EventID, d.Route)
+	key := d.Key().IdempotencyKey()
 	h := req.Header
 	if d.ContentType != "" {
 		h.Set("Content-Type", headerValue(d.ContentType))

@@ -179,7 +179,7 @@ func TestWork(t *testing.T) {
 
 		reqs := b.down.received()
 		require.Len(t, reqs, 1)
-		require.Equal(t, deliver.IdempotencyKey("stripe", "evt_ok", "ship"), reqs[0].header.Get("Idempotency-Key"))
+		require.Equal(t, claim.Key{Provider: "stripe", EventID: "evt_ok", Route: "ship"}.IdempotencyKey(), reqs[0].header.Get("Idempotency-Key"))
 		require.Equal(t, "1", reqs[0].header.Get("Hookgate-Attempt"))
 		require.Equal(t, `{"id":"evt_ok"}`, string(reqs[0].body))
 	})

@@ -26,7 +26,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
@@ -387,7 +386,9 @@ func (s *stack) jobsOf(id string) int {
 }
 
 // key is the Idempotency-Key the worker must send for id and route.
-func key(id, route string) string { return deliver.IdempotencyKey(provider, id, route) }
+func key(id, route string) string {
+	return claim.Key{Provider: provider, EventID: id, Route: route}.IdempotencyKey()
+}
 
 // call is one request the downstream received.
 type call struct {

@@ -39,10 +39,11 @@ type Common struct {
 
 // NewFlagSet returns a flag set for command name that registers the common
 // flags into c and prints usage to env.Stderr. usage is the synopsis line.
+// What c already holds (flags given before a subcommand) is the default.
 func NewFlagSet(name, usage string, env Env, c *Common) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	fs.StringVar(&c.ConfigPath, "config", "", "config file (default $HOOKGATE_CONFIG, else "+config.DefaultPath+")")
+	fs.StringVar(&c.ConfigPath, "config", c.ConfigPath, "config file (default $HOOKGATE_CONFIG, else "+config.DefaultPath+")")
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "usage: %s\n\nEnvironment:\n  DATABASE_URL     PostgreSQL URL (required)\n  HOOKGATE_CONFIG  config file when --config is not given\n  Secrets are read from the variables the config file names; they are never printed.\n\nFlags:\n", usage)
 		fs.PrintDefaults()
@@ -105,9 +106,9 @@ func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
 }
 
 // Migrate is the `migrate` subcommand of both binaries: it needs only
-// DATABASE_URL, and reports what it applied on env.Stdout.
-func Migrate(ctx context.Context, name string, args []string, env Env) error {
-	var c Common
+// DATABASE_URL, and reports what it applied on env.Stdout. c holds the
+// flags given before the subcommand.
+func Migrate(ctx context.Context, name string, c Common, args []string, env Env) error {
 	fs := NewFlagSet(name+" migrate", name+" migrate [--config FILE]", env, &c)
 	if err := fs.Parse(args); err != nil {
 		return err

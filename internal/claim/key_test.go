@@ -1,4 +1,4 @@
-package deliver_test
+package claim_test
 
 import (
 	"regexp"
@@ -7,24 +7,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/claim"
 )
 
-func TestIdempotencyKey(t *testing.T) {
+func TestKeyIdempotencyKey(t *testing.T) {
 	t.Parallel()
 
 	t.Run("MatchesTheDocumentedFormula", func(t *testing.T) {
 		t.Parallel()
 		// printf 'stripe\nevt_1\nship-order' | sha256sum
 		require.Equal(t, "hg1_23901ac241a6890ac186daab3a7386a8b4d0ebfbd482b5580827eeea3f0dbf78",
-			deliver.IdempotencyKey("stripe", "evt_1", "ship-order"))
+			claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship-order"}.IdempotencyKey())
 	})
 
 	t.Run("IsPureAndFitsTheHeaderLimit", func(t *testing.T) {
 		t.Parallel()
 		longID := strings.Repeat("x", 255)
-		k := deliver.IdempotencyKey("shopify", longID, "ship-order")
-		require.Equal(t, k, deliver.IdempotencyKey("shopify", longID, "ship-order"))
+		k := claim.Key{Provider: "shopify", EventID: longID, Route: "ship-order"}.IdempotencyKey()
+		require.Equal(t, k, claim.Key{Provider: "shopify", EventID: longID, Route: "ship-order"}.IdempotencyKey())
 		require.Regexp(t, regexp.MustCompile(`^hg1_[0-9a-f]{64}$`), k)
 		require.Len(t, k, 68)
 		require.LessOrEqual(t, len(k), 255)
@@ -43,7 +43,7 @@ func TestIdempotencyKey(t *testing.T) {
 		}
 		seen := map[string][3]string{}
 		for _, tr := range triples {
-			k := deliver.IdempotencyKey(tr[0], tr[1], tr[2])
+			k := claim.Key{Provider: tr[0], EventID: tr[1], Route: tr[2]}.IdempotencyKey()
 			prev, dup := seen[k]
 			require.False(t, dup, "%v and %v share key %s", prev, tr, k)
 			seen[k] = tr

@@ -1,11 +1,21 @@
-package deliver
+package claim
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 )
 
-// IdempotencyKey returns the downstream Idempotency-Key of one delivery:
+// EventKey identifies one claim: an event of a provider.
+type EventKey struct{ Provider, EventID string }
+
+func (k EventKey) String() string { return k.Provider + "/" + k.EventID }
+
+// Key identifies one delivery: a claim and one of its routes.
+type Key struct{ Provider, EventID, Route string }
+
+func (k Key) String() string { return k.Provider + "/" + k.EventID + "/" + k.Route }
+
+// IdempotencyKey returns the downstream Idempotency-Key of the delivery k:
 //
 //	"hg1_" + lowercase hex of SHA-256(provider + "\n" + eventID + "\n" + route)
 //
@@ -16,7 +26,7 @@ import (
 // distinct triples never hash the same input. The key is always 68
 // characters; "hg1" versions the formula, should it ever change. Renaming a
 // route changes the keys of its deliveries.
-func IdempotencyKey(provider, eventID, route string) string {
-	sum := sha256.Sum256([]byte(provider + "\n" + eventID + "\n" + route))
+func (k Key) IdempotencyKey() string {
+	sum := sha256.Sum256([]byte(k.Provider + "\n" + k.EventID + "\n" + k.Route))
 	return "hg1_" + hex.EncodeToString(sum[:])
 }

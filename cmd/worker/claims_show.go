@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// deliveryView is one delivery as `claims show` prints it.
+type deliveryView struct {
+	Route          string       `json:"route"`
+	Status         claim.Status `json:"status"`
+	AttemptCount   int          `json:"attempt_count"`
+	MaxAttempts    int          `json:"max_attempts,omitempty"`
+	LastError      string       `json:"last_error,omitempty"`
+	IdempotencyKey string       `json:"idempotency_key"`
+	UpdatedAt      time.Time    `json:"updated_at"`
+	CompletedAt    *time.Time   `json:"completed_at,omitempty"`
+}
+
+// claimView is a claim with its deliveries, as `claims show` prints it.
+type claimView struct {
+	claim.Claim
+	Deliveries []deliveryView `json:"deliveries"`
+}
+
+// claimsShowCommand is `worker claims show`.
+type claimsShowCommand struct {
+	common cli.Common
+	env    cli.Env
+}
+
+// Run prints one claim and its deliveries, as text or as one JSON object.
+func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
+	const use = "worker claims show PROVIDER EVENT_ID [--json]"
+	var (
+		common = c.common
+		env    = c.env
+		asJSON bool
+	)
+	fs := cli.NewFlagSet("worker claims show", use, env, &common)
+	fs.BoolVar(&asJSON, "json", false, "one JSON object instead of text")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 2 {
+		return fmt.Errorf("claims show takes PROVIDER and EVENT_ID (usage: %s)", use)
+	}
+	cfg, store, pool, err := openStore(ctx, common, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cl, ds, err := store.Get(ctx, rest[0], rest[1])
+	if errors.Is(err, claim.ErrNotFound) {
+		return fmt.Errorf("no claim %s/%s", rest[0], rest[1])
+	}
+	if err != nil {
+		return err
+	}
+	v := claimView{Claim: cl, Deliveries: make([]deliveryView, len(ds))}
+	for i, d := range ds {
+		r, _ := cfg.Route(d.Route)
+		v.Deliveries[i] = deliveryView{
+			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
+			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
+			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt,
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(env.Stdout).Encode(v)
+	}
+	return printClaim(env.Stdout, v)
+}
+
+func printClaim(w io.Writer, v claimView) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range [][2]string{
+		{"claim", v.Provider + "/" + v.EventID},
+		{"event type", orDash(v.EventType)},
+		{"object id", orDash(v.ObjectID)},
+		{"status", string(v.Status)},
+		{"attempts", fmt.Sprint(v.AttemptCount)},
+		{"first seen", stamp(&v.FirstSeenAt)},
+		{"updated", stamp(&v.UpdatedAt)},
+		{"completed", stamp(v.CompletedAt)},
+		{"last error", orDash(v.LastError)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Deliveries) == 0 {
+		_, err := fmt.Fprintln(w, "\nno deliveries (no route matched the event type)")
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tSTATUS\tATTEMPTS\tUPDATED\tCOMPLETED\tIDEMPOTENCY-KEY\tLAST ERROR")
+	for _, d := range v.Deliveries {
+		attempts := fmt.Sprint(d.AttemptCount)
+		if d.MaxAttempts > 0 {
+			attempts += fmt.Sprintf(" (max_attempts %d)", d.MaxAttempts)
+		} else {
+			attempts += " (route no longer configured)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
+			stamp(d.CompletedAt), d.IdempotencyKey, orDash(d.LastError))
+	}
+	return tw.Flush()
+}
