@@ -46,7 +46,8 @@ func (v *stripeVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 
 // parseStripeHeader splits a Stripe-Signature value into its timestamp (as
 // sent, and parsed) and its decodable v1 signatures. Like stripe-go it
-// ignores unknown keys (v0) and v1 values that are not hex, and refuses an
+// ignores unknown keys (v0) and v1 values that are not hex beside one that
+// is (a header with only such values is called malformed), and refuses an
 // entry that is not exactly key=value; unlike it, it refuses a repeated t
 // (stripe-go silently keeps the last) and looks at no more than
 // maxSignatureEntries entries.
@@ -54,7 +55,7 @@ func parseStripeHeader(header string) (t string, ts time.Time, sigs [][]byte, er
 	malformed := func(msg string) (string, time.Time, [][]byte, error) {
 		return "", time.Time{}, nil, unauthorized(reasonMalformedSignature, stripeSignatureHeader+" header "+msg)
 	}
-	seenT := false
+	seenT, undecodable := false, false
 	for _, entry := range splitBounded(header, ",", maxSignatureEntries) {
 		key, val, ok := strings.Cut(entry, "=")
 		if !ok || strings.Contains(val, "=") {
@@ -73,10 +74,14 @@ func parseStripeHeader(header string) (t string, ts time.Time, sigs [][]byte, er
 		case "v1":
 			if sig, ok := decodeHexMAC(val); ok {
 				sigs = append(sigs, sig)
+			} else {
+				undecodable = true
 			}
 		}
 	}
 	switch {
+	case len(sigs) == 0 && undecodable:
+		return malformed("has a malformed v1 signature (want 64 hex digits)")
 	case !seenT:
 		return malformed("has no timestamp")
 	case len(sigs) == 0:

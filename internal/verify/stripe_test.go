@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,27 @@ func TestStripe(t *testing.T) {
 		{name: "body with trailing data", body: trailing, header: trailingHeader, wantErr: ErrInvalid, reason: "unparsable_body"},
 	}
 	runVerifyCases(t, v, cases, stripeSecret, stripeSecretRotated)
+}
+
+// TestStripeHeaderMessages checks that the message names what is wrong with
+// the header, as the sender sees it in the 401.
+func TestStripeHeaderMessages(t *testing.T) {
+	t.Parallel()
+
+	v, err := New(Config{Scheme: "stripe", Secrets: [][]byte{[]byte(stripeSecret)}})
+	require.NoError(t, err)
+	body := readTestdata(t, "stripe_checkout_session_completed.json")
+	ts := strconv.FormatInt(testNow().Unix(), 10)
+	for header, want := range map[string]string{
+		"v1=deadbeef":                   "Stripe-Signature header has a malformed v1 signature (want 64 hex digits)",
+		"t=" + ts + ",v1=deadbeef":      "Stripe-Signature header has a malformed v1 signature (want 64 hex digits)",
+		"t=" + ts + ",v0=deadbeef":      "Stripe-Signature header has no v1 signature",
+		"v1=" + strings.Repeat("a", 64): "Stripe-Signature header has no timestamp",
+	} {
+		_, err := v.Verify(body, headers(stripeSignatureHeader, header), testNow())
+		require.EqualError(t, err, want, header)
+		require.ErrorIs(t, err, ErrUnauthorized, header)
+	}
 }
 
 func TestStripeTolerance(t *testing.T) {
