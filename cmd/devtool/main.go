@@ -16,6 +16,11 @@ import (
 )
 
 func main() {
+	// Output piped to another program (`make run | tee log`) must not kill
+	// devtool when that program ends first, on the same Ctrl-C: devtool
+	// would die without stopping its children and Postgres. Ignored, a
+	// write to the closed pipe fails instead, and devtool goes on stopping.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	os.Exit(exitCode(run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr), os.Stderr))

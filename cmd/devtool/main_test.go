@@ -4,14 +4,49 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
+// asMain makes the test binary run devtool's main instead of the tests, for
+// tests that need devtool as a process of its own.
+const asMain = "DEVTOOL_TEST_AS_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// TestBrokenStdoutDoesNotKill runs devtool with its stdout a pipe nobody
+// reads, as after `make run | tee log` when Ctrl-C ends tee first: devtool
+// must keep going (and so stop its children in order), not die of SIGPIPE.
+func TestBrokenStdoutDoesNotKill(t *testing.T) {
+	t.Parallel()
+	addr := proctest.FreeAddr(t)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // every write to w now fails with EPIPE
+	cmd := exec.Command(os.Args[0], "receive", "--listen", addr)
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	cmd.Stdout, cmd.Stderr = w, io.Discard
+	require.NoError(t, cmd.Start())
+	require.NoError(t, w.Close())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	proctest.WaitHealthy(t, "http://"+addr+"/healthz", exited)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, <-exited, "devtool stops cleanly, though nothing reads its output")
 }
 
 func TestRunDispatch(t *testing.T) {
