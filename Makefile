@@ -8,13 +8,23 @@ BIN      := .local/bin
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (pgPort
+# in cmd/devtool/run.go).
+LOCAL_DATABASE_URL := postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable
+
 .PHONY: build
 build: ## build ingest, worker and the local dev tool into .local/bin
+	@echo "building ingest, worker and devtool into $(BIN) (the first build compiles every dependency: a minute or so)"
 	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./cmd/devtool
 
 .PHONY: run
-run: build ## run the whole system locally (a throwaway Postgres in .local/pg when DATABASE_URL is unset)
+run: build ## run the whole system locally (with its own Postgres in .local/pg, kept between runs, when DATABASE_URL is unset)
 	@exec $(BIN)/devtool run --config hookgate.example.yaml --bin $(BIN)
+
+.PHONY: claims
+claims: ## worker claims $(ARGS) on the local system's database, e.g. make claims ARGS='list --status failed'
+	@$(GO) build -o $(BIN)/ ./cmd/worker
+	@DATABASE_URL='$(or $(DATABASE_URL),$(LOCAL_DATABASE_URL))' $(BIN)/worker --config hookgate.example.yaml claims $(or $(ARGS),--help)
 
 .PHONY: send-demo
 send-demo: ## send one signed demo event twice to the local ingest
@@ -48,5 +58,6 @@ bench: ## ingest and worker benchmarks with same-run baselines (docs/benchmarks.
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/bench/...
 
 .PHONY: clean
-clean: ## remove built binaries and the local Postgres
+clean: ## stop the local Postgres if it still runs, then remove it and the built binaries
+	@if [ -d .local/pg ]; then $(GO) run ./cmd/devtool stop; fi
 	rm -rf .local

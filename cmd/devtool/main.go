@@ -33,6 +33,7 @@ Commands:
            demo receiver, with output prefixed per process; Ctrl-C stops all
   send     post one signed Standard Webhooks event to ingest, several times
   receive  serve the demo downstream, printing one line per delivery
+  stop     stop the local Postgres in .local/pg if one still runs there
 
 Run "devtool <command> --help" for a command's flags.`
 
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return send(ctx, rest, getenv, stdout, stderr)
 	case "receive":
 		return receive(ctx, rest, stdout, stderr)
+	case "stop":
+		return stopLocal(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return flag.ErrHelp

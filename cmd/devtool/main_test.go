@@ -63,6 +63,7 @@ func TestRunDispatch(t *testing.T) {
 		{name: "help", args: []string{"devtool", "help"}, wantOut: "Commands:"},
 		{name: "command help", args: []string{"devtool", "send", "--help"}, wantOut: "--times"},
 		{name: "stray argument", args: []string{"devtool", "receive", "extra"}, wantErr: "receive takes no arguments"},
+		{name: "stop with an argument", args: []string{"devtool", "stop", "now"}, wantErr: "stop takes no arguments"},
 		{name: "times below one", args: []string{"devtool", "send", "--times", "0"}, wantErr: "--times must be at least 1"},
 	}
 	for _, tt := range tests {

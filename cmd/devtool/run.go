@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -25,8 +26,8 @@ const (
 	localDir = ".local"
 	// pgDir is the data directory of devtool's Postgres, kept between runs.
 	pgDir = localDir + "/pg"
-	// pgPort is the port devtool's Postgres prefers, so DATABASE_URL stays
-	// the same from run to run; a free one is taken when it is in use.
+	// pgPort is the port of devtool's Postgres, fixed so that DATABASE_URL
+	// stays the same from run to run.
 	pgPort = 54329
 	// minStopGrace is how long a child may take to stop after SIGTERM; it is
 	// raised to the worker's shutdown_timeout plus 5s when that is longer.
@@ -87,7 +88,7 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	if dbURL != "" {
 		con.printf("devtool", "using DATABASE_URL from the environment; no local Postgres started")
 	} else {
-		cluster, cerr := startCluster(ctx, con)
+		cluster, cerr := startCluster(ctx, con, pgDir, pgPort)
 		if cerr != nil {
 			return cerr
 		}
@@ -148,7 +149,13 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 		}
 	}
 
-	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != ""))
+	// A DATABASE_URL of the user's may hold a password: it is not printed.
+	shownURL := "$DATABASE_URL"
+	if getenv("DATABASE_URL") == "" {
+		shownURL = dbURL
+	}
+	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "") +
+		claimsHelp(shownURL, filepath.Join(*binDir, "worker"), *configPath))
 
 	select {
 	case <-ctx.Done():
@@ -173,42 +180,76 @@ func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui boo
 		fmt.Fprintf(&b, "  River UI  off; set HOOKGATE_UI_PASSWORD to serve it at %s/riverui/\n", workerURL)
 	}
 	fmt.Fprintf(&b, "  receiver  %s  (demo downstream; prints each delivery)\n", receiverURL)
-	fmt.Fprintf(&b, "\nsend a signed demo event twice: make send-demo\n\n")
+	fmt.Fprintf(&b, "\nsend a signed demo event twice: make send-demo\n")
 	return b.String()
 }
 
-// startCluster starts devtool's own Postgres in pgDir, initializing it on
-// the first run.
-func startCluster(ctx context.Context, con *console) (*pgcluster.Cluster, error) {
+// claimsHelp tells how to reach this system's claims with `worker claims`.
+func claimsHelp(dbURL, workerBin, configPath string) string {
+	return fmt.Sprintf(`inspect and retry claims in this database:
+  make claims ARGS='list'        (also: ARGS='show PROVIDER EVENT_ID', ARGS='retry --status failed')
+  which runs: DATABASE_URL='%s' %s --config %s claims list
+
+`, dbURL, workerBin, configPath)
+}
+
+// startCluster starts devtool's own Postgres in dir on port, initializing
+// it on the first run. The port is fixed, so that DATABASE_URL and `make
+// claims` stay the same from run to run: a busy port is refused rather than
+// swapped for another, since what holds it is most often a Postgres an
+// earlier run left behind.
+func startCluster(ctx context.Context, con *console, dir string, port int) (*pgcluster.Cluster, error) {
 	// As root the server runs as the postgres user, which must be able to
-	// reach pgDir.
-	if err := os.MkdirAll(localDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", localDir, err)
+	// reach dir.
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", parent, err)
 	}
-	if err := os.Chmod(localDir, 0o755); err != nil {
-		return nil, fmt.Errorf("making %s readable: %w", localDir, err)
+	if err := os.Chmod(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("making %s readable: %w", parent, err)
 	}
-	if err := stopLeftoverServer(pgDir, con); err != nil {
+	if err := stopLeftoverServer(dir, con); err != nil {
 		return nil, err
 	}
-	port := pgPort
-	if checkFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) != nil {
-		port = 0
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := checkFree(addr); err != nil {
+		return nil, fmt.Errorf("the local Postgres's port %s is in use (%w): another `make run` may still be running, or a Postgres it started outlived it (find it with `ss -ltnp sport = :%d` and stop it); or set DATABASE_URL to use a server of your own",
+			addr, err, port)
 	}
-	if _, err := os.Stat(filepath.Join(pgDir, "PG_VERSION")); err != nil {
-		con.printf("devtool", "initializing a Postgres cluster in %s (first run only)", pgDir)
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		con.printf("devtool", "initializing a Postgres cluster in %s (first run only)", dir)
 	}
-	con.printf("devtool", "starting Postgres from %s", pgDir)
+	con.printf("devtool", "starting Postgres from %s", dir)
 	// Not ctx: a Ctrl-C during start-up would kill pg_ctl and could leave
 	// the server running unowned. The caller stops it once it is up.
-	c, err := pgcluster.Start(context.WithoutCancel(ctx), pgDir, port)
+	c, err := pgcluster.Start(context.WithoutCancel(ctx), dir, port)
 	if err != nil {
-		if os.Geteuid() == 0 {
-			return nil, fmt.Errorf("%w (as root, the server runs as the postgres user, which needs to reach %s: every parent directory must be o+x)", err, pgDir)
-		}
-		return nil, err
+		return nil, withPermissionHint(err, dir, os.Geteuid() == 0)
 	}
 	return c, nil
+}
+
+// withPermissionHint adds to a failure to start Postgres as root what is
+// most often behind a permission error then, and only to a permission error.
+func withPermissionHint(err error, dir string, root bool) error {
+	if !root || !(errors.Is(err, fs.ErrPermission) || strings.Contains(strings.ToLower(err.Error()), "permission denied")) {
+		return err
+	}
+	return fmt.Errorf("%w (as root, the server runs as the postgres user, which needs to reach %s: every parent directory must be o+x)", err, dir)
+}
+
+// stopLocal is `devtool stop`: it stops the Postgres `devtool run` keeps in
+// pgDir if one still runs there, so that `make clean` never deletes a data
+// directory under a live server.
+func stopLocal(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("stop", "stop", stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("stop takes no arguments, got %q", fs.Args())
+	}
+	return stopLeftoverServer(pgDir, &console{w: stdout})
 }
 
 // stopLeftoverServer stops a server still running in dir, left there by a

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,4 +88,51 @@ func TestBanner(t *testing.T) {
 		require.Contains(t, b, want)
 	}
 	require.True(t, strings.Contains(banner(cfg, "a", "http://w", "c", true), "http://w/riverui/  (user admin"))
+
+	help := claimsHelp("postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable", ".local/bin/worker", "hookgate.example.yaml")
+	require.Contains(t, help, "make claims ARGS='list'")
+	require.Contains(t, help, "DATABASE_URL='postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable' .local/bin/worker --config hookgate.example.yaml claims list")
+}
+
+func TestStartClusterRefusesABusyPort(t *testing.T) {
+	t.Parallel()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	dir := filepath.Join(t.TempDir(), "pg")
+	out := &proctest.Buffer{}
+	_, err = startCluster(t.Context(), &console{w: out}, dir, ln.Addr().(*net.TCPAddr).Port)
+	require.ErrorContains(t, err, "the local Postgres's port "+ln.Addr().String()+" is in use")
+	require.ErrorContains(t, err, "DATABASE_URL")
+	require.NoDirExists(t, dir, "no cluster is initialized beside a server that may still use the directory")
+}
+
+func TestWithPermissionHint(t *testing.T) {
+	t.Parallel()
+
+	denied := errors.New(`starting postgres in /x/.local/pg: exit status 1: could not change directory to "/x/.local/pg": Permission denied`)
+	other := errors.New("starting postgres in /x/.local/pg: exit status 1: FATAL: database files are incompatible with server")
+	for _, tt := range []struct {
+		name     string
+		err      error
+		root     bool
+		wantHint bool
+	}{
+		{"PermissionAsRoot", denied, true, true},
+		{"WrappedErrPermissionAsRoot", fmt.Errorf("creating: %w", fs.ErrPermission), true, true},
+		{"OtherErrorAsRoot", other, true, false},
+		{"PermissionNotRoot", denied, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := withPermissionHint(tt.err, "/x/.local/pg", tt.root)
+			require.ErrorIs(t, err, tt.err)
+			if tt.wantHint {
+				require.ErrorContains(t, err, "every parent directory must be o+x")
+			} else {
+				require.Equal(t, tt.err, err)
+			}
+		})
+	}
 }
