@@ -15,14 +15,14 @@ import (
 
 // deliveryView is one delivery as `claims show` prints it.
 type deliveryView struct {
-	Route          string       `json:"route"`
-	Status         claim.Status `json:"status"`
-	AttemptCount   int          `json:"attempt_count"`
-	MaxAttempts    int          `json:"max_attempts,omitempty"`
-	LastError      string       `json:"last_error,omitempty"`
-	IdempotencyKey string       `json:"idempotency_key"`
-	UpdatedAt      time.Time    `json:"updated_at"`
-	CompletedAt    *time.Time   `json:"completed_at,omitempty"`
+	Route          string               `json:"route"`
+	Status         claim.DeliveryStatus `json:"status"`
+	AttemptCount   int                  `json:"attempt_count"`
+	MaxAttempts    int                  `json:"max_attempts,omitempty"`
+	LastError      string               `json:"last_error,omitempty"`
+	IdempotencyKey string               `json:"idempotency_key"`
+	UpdatedAt      time.Time            `json:"updated_at"`
+	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims show` prints it.

@@ -131,11 +131,11 @@ func TestGet(t *testing.T) {
 		require.Nil(t, d.Payload, "Get leaves the payload out")
 	}
 	require.Equal(t, []string{"ledger", "mail", "ship"}, routes)
-	require.Equal(t, claim.Processing, ds[0].Status)
-	require.Equal(t, claim.Processing, ds[1].Status)
+	require.Equal(t, claim.DeliveryProcessing, ds[0].Status)
+	require.Equal(t, claim.DeliveryProcessing, ds[1].Status)
 	require.Equal(t, 1, ds[1].AttemptCount)
 	require.Equal(t, retry.Error, ds[1].LastError)
-	require.Equal(t, claim.Completed, ds[2].Status)
+	require.Equal(t, claim.DeliveryCompleted, ds[2].Status)
 	require.NotNil(t, ds[2].CompletedAt)
 
 	for _, k := range [][2]string{{"stripe", "evt_2"}, {"github", "evt_1"}} {
@@ -211,7 +211,7 @@ func TestReopenFailed(t *testing.T) {
 	require.Equal(t, []claim.EventKey{{"stripe", "evt_3"}, {"stripe", "evt_1"}}, got, "oldest failure first")
 	c, ds := b.get(t, "evt_1")
 	require.Equal(t, claim.Processing, c.Status)
-	require.Equal(t, claim.Completed, ds["mail"].Status, "without force a completed delivery stays as it is")
+	require.Equal(t, claim.DeliveryCompleted, ds["mail"].Status, "without force a completed delivery stays as it is")
 	keys, err := b.store.FailedKeys(t.Context(), "", 10)
 	require.NoError(t, err)
 	require.Equal(t, []claim.EventKey{{"github", "evt_2"}}, keys, "another provider's claim is left failed")

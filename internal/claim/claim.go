@@ -14,15 +14,28 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Status is the state of a claim or a delivery.
+// Status is the state of a claim: the roll-up of its deliveries.
 type Status string
 
-// Statuses, per the contract. Deliveries are never Ignored.
+// Claim statuses, per the contract.
 const (
 	Processing Status = "processing"
 	Completed  Status = "completed"
 	Failed     Status = "failed"
-	Ignored    Status = "ignored"
+	// Ignored: no route matched the event, or every delivery was skipped.
+	Ignored Status = "ignored"
+)
+
+// DeliveryStatus is the state of one delivery. It is a type of its own
+// because the two sets differ: a delivery is never ignored, a claim is never
+// skipped.
+type DeliveryStatus string
+
+// Delivery statuses, per the contract.
+const (
+	DeliveryProcessing DeliveryStatus = "processing"
+	DeliveryCompleted  DeliveryStatus = "completed"
+	DeliveryFailed     DeliveryStatus = "failed"
 )
 
 // ErrNotFound is returned when a claim or delivery does not exist.

@@ -68,9 +68,9 @@ func args(id string, routes ...string) []claim.DeliveryArgs {
 
 // Attempt outcomes as the worker reports them.
 var (
-	success = claim.AttemptResult{Status: claim.Completed, Attempted: true}
-	retry   = claim.AttemptResult{Status: claim.Processing, Attempted: true, Error: "downstream answered 503"}
-	reject  = claim.AttemptResult{Status: claim.Failed, Attempted: true, Error: "downstream answered 422"}
+	success = claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}
+	retry   = claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: "downstream answered 503"}
+	reject  = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: true, Error: "downstream answered 422"}
 )
 
 // claimed claims stripe event id for routes and requires that it won.
@@ -171,7 +171,7 @@ func TestClaim(t *testing.T) {
 		require.Len(t, ds, 3)
 		for _, r := range []string{"ship", "mail", "ledger"} {
 			d := ds[r]
-			require.Equal(t, claim.Processing, d.Status, r)
+			require.Equal(t, claim.DeliveryProcessing, d.Status, r)
 			require.Zero(t, d.AttemptCount, r)
 			require.Nil(t, d.CompletedAt, r)
 		}
@@ -279,12 +279,12 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		require.Equal(t, claim.Processing, c.Status)
 		require.Nil(t, c.CompletedAt)
 		require.Equal(t, 4, c.AttemptCount, "reopening keeps the attempts made so far")
-		require.Equal(t, claim.Completed, ds["ship"].Status, "a completed sibling is not re-run")
+		require.Equal(t, claim.DeliveryCompleted, ds["ship"].Status, "a completed sibling is not re-run")
 		require.NotNil(t, ds["ship"].CompletedAt)
 		require.Equal(t, 1, ds["ship"].AttemptCount)
-		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
 		require.Equal(t, 2, ds["mail"].AttemptCount)
-		require.Equal(t, claim.Processing, ds["ledger"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ledger"].Status)
 		b.requireJobs(t, args("evt_reopen", "ship", "mail", "ledger", "mail", "ledger")...)
 	})
 
@@ -400,8 +400,8 @@ func TestClaimConcurrent(t *testing.T) {
 
 		c, ds := b.get(t, "evt_reopen_race")
 		require.Equal(t, claim.Processing, c.Status)
-		require.Equal(t, claim.Completed, ds["ship"].Status)
-		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
 		b.requireJobs(t, args("evt_reopen_race", "ship", "mail", "mail")...)
 	})
 }

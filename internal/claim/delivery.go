@@ -15,7 +15,7 @@ type Delivery struct {
 	Provider     string
 	EventID      string
 	Route        string
-	Status       Status
+	Status       DeliveryStatus
 	AttemptCount int
 	LastError    string
 	UpdatedAt    time.Time
@@ -94,9 +94,10 @@ CROSS JOIN LATERAL (
 
 // AttemptResult is what one downstream attempt did to a delivery.
 type AttemptResult struct {
-	// Status is the delivery's new status: Completed, Failed (no further
-	// attempts), or Processing (another attempt will follow).
-	Status Status
+	// Status is the delivery's new status: DeliveryCompleted,
+	// DeliveryFailed (no further attempts), or DeliveryProcessing (another
+	// attempt will follow).
+	Status DeliveryStatus
 	// Attempted is true when a downstream call was made (and so counts as an
 	// attempt); false when the delivery is failed without one, e.g. because
 	// its route no longer exists.

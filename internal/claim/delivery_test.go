@@ -23,7 +23,7 @@ func TestLoadDelivery(t *testing.T) {
 	require.NoError(t, err)
 	c, _ := b.get(t, "evt_1")
 	require.Equal(t, key("evt_1", "ship"), claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route})
-	require.Equal(t, claim.Processing, d.Status)
+	require.Equal(t, claim.DeliveryProcessing, d.Status)
 	require.Equal(t, 1, d.AttemptCount)
 	require.Equal(t, retry.Error, d.LastError)
 	require.Nil(t, d.CompletedAt)
@@ -52,18 +52,18 @@ func TestRecordAttempt(t *testing.T) {
 
 		b.record(t, key("evt_success", "ship"), success)
 		c, ds := b.get(t, "evt_success")
-		require.Equal(t, claim.Completed, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["ship"].Status)
 		require.NotNil(t, ds["ship"].CompletedAt)
 		require.Equal(t, 1, ds["ship"].AttemptCount)
 		require.True(t, ds["ship"].UpdatedAt.After(before["ship"].UpdatedAt))
-		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
 		require.Equal(t, claim.Processing, c.Status, "mail is still processing")
 		require.Nil(t, c.CompletedAt)
 		require.Equal(t, 1, c.AttemptCount)
 
 		b.record(t, key("evt_success", "mail"), success)
 		c, ds = b.get(t, "evt_success")
-		require.Equal(t, claim.Completed, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["mail"].Status)
 		require.Equal(t, claim.Completed, c.Status)
 		require.NotNil(t, c.CompletedAt)
 		require.Equal(t, 2, c.AttemptCount)
@@ -76,7 +76,7 @@ func TestRecordAttempt(t *testing.T) {
 
 		b.record(t, key("evt_retry", "ship"), retry)
 		c, ds := b.get(t, "evt_retry")
-		require.Equal(t, claim.Processing, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 		require.Equal(t, 1, ds["ship"].AttemptCount)
 		require.Equal(t, retry.Error, ds["ship"].LastError)
 		require.Nil(t, ds["ship"].CompletedAt)
@@ -84,10 +84,10 @@ func TestRecordAttempt(t *testing.T) {
 		require.Equal(t, 1, c.AttemptCount)
 		require.Equal(t, retry.Error, c.LastError)
 
-		timeout := claim.AttemptResult{Status: claim.Processing, Attempted: true, Error: "timeout after 10s"}
+		timeout := claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: "timeout after 10s"}
 		b.record(t, key("evt_retry", "ship"), timeout)
 		c, ds = b.get(t, "evt_retry")
-		require.Equal(t, claim.Processing, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 		require.Equal(t, 2, ds["ship"].AttemptCount)
 		require.Equal(t, timeout.Error, ds["ship"].LastError)
 		require.Equal(t, claim.Processing, c.Status)
@@ -103,7 +103,7 @@ func TestRecordAttempt(t *testing.T) {
 
 		b.record(t, key("evt_fail", "ship"), reject)
 		c, ds := b.get(t, "evt_fail")
-		require.Equal(t, claim.Failed, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 		require.Nil(t, ds["ship"].CompletedAt)
 		require.Equal(t, reject.Error, ds["ship"].LastError)
 		require.Equal(t, claim.Processing, c.Status, "mail and ledger are still processing")
@@ -118,8 +118,8 @@ func TestRecordAttempt(t *testing.T) {
 		require.Equal(t, claim.Failed, c.Status)
 		require.Nil(t, c.CompletedAt)
 		require.Equal(t, 3, c.AttemptCount)
-		require.Equal(t, claim.Completed, ds["mail"].Status)
-		require.Equal(t, claim.Completed, ds["ledger"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["ledger"].Status)
 	})
 
 	t.Run("PermanentFailureOfTheLastDeliveryFailsClaim", func(t *testing.T) {
@@ -156,11 +156,11 @@ func TestRecordAttempt(t *testing.T) {
 	t.Run("NotAttemptedDoesNotCount", func(t *testing.T) {
 		t.Parallel()
 		b.claimed(t, "evt_unattempted", "ship")
-		gone := claim.AttemptResult{Status: claim.Failed, Error: `route "ship" no longer exists`}
+		gone := claim.AttemptResult{Status: claim.DeliveryFailed, Error: `route "ship" no longer exists`}
 
 		b.record(t, key("evt_unattempted", "ship"), gone)
 		c, ds := b.get(t, "evt_unattempted")
-		require.Equal(t, claim.Failed, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 		require.Zero(t, ds["ship"].AttemptCount)
 		require.Equal(t, gone.Error, ds["ship"].LastError)
 		require.Equal(t, claim.Failed, c.Status)
@@ -320,9 +320,9 @@ func TestReopen(t *testing.T) {
 
 		c, ds := b.get(t, "evt_failed")
 		require.Equal(t, claim.Processing, c.Status)
-		require.Equal(t, claim.Completed, ds["ship"].Status)
-		require.Equal(t, claim.Processing, ds["mail"].Status)
-		require.Equal(t, claim.Processing, ds["ledger"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ledger"].Status)
 		b.requireJobs(t, args("evt_failed", "ship", "mail", "ledger", "mail", "ledger")...)
 
 		// Attempts continue across the reopen.
@@ -356,7 +356,7 @@ func TestReopen(t *testing.T) {
 		require.Nil(t, c.CompletedAt)
 		require.Equal(t, 2, c.AttemptCount)
 		for _, r := range []string{"ship", "mail"} {
-			require.Equal(t, claim.Processing, ds[r].Status, r)
+			require.Equal(t, claim.DeliveryProcessing, ds[r].Status, r)
 			require.Nil(t, ds[r].CompletedAt, r)
 			require.Equal(t, 1, ds[r].AttemptCount, r)
 		}
@@ -373,9 +373,9 @@ func TestReopen(t *testing.T) {
 		require.Equal(t, 2, n)
 		c, ds := b.get(t, "evt_force")
 		require.Equal(t, claim.Processing, c.Status)
-		require.Equal(t, claim.Processing, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 		require.Nil(t, ds["ship"].CompletedAt)
-		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
 		b.requireJobs(t, args("evt_force", "ship", "mail", "ship", "mail")...)
 	})
 
@@ -480,10 +480,10 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
 	recorded, err := claim.RecordAttempts(ctx, tx, []claim.Attempt{
-		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
-		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.Failed, Attempted: true, Error: "HTTP 400 Bad Request"}},
-		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
-		{Key: key("evt_b3", "ship"), Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}},
+		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
+		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: true, Error: "HTTP 400 Bad Request"}},
+		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
+		{Key: key("evt_b3", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 	})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, true, false}, recorded)
@@ -518,7 +518,7 @@ func TestLoadDeliveries(t *testing.T) {
 		require.NotNil(t, ds[i], keys[i])
 		require.Equal(t, keys[i].EventID, ds[i].EventID)
 		require.Equal(t, keys[i].Route, ds[i].Route)
-		require.Equal(t, claim.Processing, ds[i].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds[i].Status)
 		require.Equal(t, event(keys[i].EventID).Payload, ds[i].Payload)
 	}
 }

@@ -102,7 +102,7 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 		}
 		if reason != "" {
 			failed = true
-			return RecordAttempt(ctx, tx, k, AttemptResult{Status: Failed, Error: "reconciler: " + reason})
+			return RecordAttempt(ctx, tx, k, AttemptResult{Status: DeliveryFailed, Error: "reconciler: " + reason})
 		}
 		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now()
 WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route); err != nil {

@@ -84,14 +84,14 @@ func TestReconcile(t *testing.T) {
 		for _, id := range []string{"evt_lost", "evt_completed_job"} {
 			c, ds := b.get(t, id)
 			require.Equal(t, claim.Processing, c.Status, id)
-			require.Equal(t, claim.Processing, ds["ship"].Status, id)
+			require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status, id)
 			require.Zero(t, ds["ship"].AttemptCount, id)
 			require.WithinDuration(t, before, ds["ship"].UpdatedAt, time.Minute, "%s: requeueing touches the delivery", id)
 		}
 
 		for id, route := range map[string]string{"evt_discarded": "ship", "evt_cancelled": "mail"} {
 			c, ds := b.get(t, id)
-			require.Equal(t, claim.Failed, ds[route].Status, id)
+			require.Equal(t, claim.DeliveryFailed, ds[route].Status, id)
 			require.Zero(t, ds[route].AttemptCount, "%s: the reconciler makes no attempt", id)
 			require.Equal(t, claim.Failed, c.Status, id)
 			require.Equal(t, ds[route].LastError, c.LastError, id)
@@ -102,9 +102,9 @@ func TestReconcile(t *testing.T) {
 		require.Contains(t, ds["mail"].LastError, "cancelled")
 
 		c, ds := b.get(t, "evt_partial")
-		require.Equal(t, claim.Failed, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 		require.Contains(t, ds["ship"].LastError, "discarded")
-		require.Equal(t, claim.Processing, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status)
 		require.Equal(t, claim.Processing, c.Status, "mail's job will still run")
 
 		c, ds = b.get(t, "evt_live")
@@ -113,7 +113,7 @@ func TestReconcile(t *testing.T) {
 
 		c, ds = b.get(t, "evt_recent")
 		require.Equal(t, claim.Processing, c.Status)
-		require.Equal(t, claim.Processing, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 
 		c, _ = b.get(t, "evt_done")
 		require.Equal(t, claim.Completed, c.Status)
@@ -188,7 +188,7 @@ func TestReconcile(t *testing.T) {
 		require.Equal(t, claim.ReconcileResult{Requeued: 1}, res)
 		c, ds := b.get(t, "evt_rerun")
 		require.Equal(t, claim.Processing, c.Status)
-		require.Equal(t, claim.Processing, ds["ship"].Status)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 		b.requireJobs(t, args("evt_rerun", "ship", "ship")...) // the discarded one and the requeued one
 	})
 

@@ -86,7 +86,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	for i := range keys {
 		wg.Go(func() {
 			results[i], errs[i] = c.end(wctx, jobs[i], claim.Attempt{Key: keys[i],
-				Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}})
+				Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}})
 		})
 	}
 	require.Eventually(t, func() bool {

@@ -235,7 +235,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if err != nil {
 		return err
 	}
-	if d.Status != claim.Processing {
+	if d.Status != claim.DeliveryProcessing {
 		// Completed by an earlier run whose job was rescued, or settled by an
 		// operator: the downstream already had its chance.
 		w.metrics.outcome(k.Route, OutcomeSkipped)
@@ -330,9 +330,9 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	d claim.Delivery, o outcome, attempted bool,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	res := claim.AttemptResult{Status: claim.Completed, Attempted: attempted}
+	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted}
 	if o.verdict != delivered {
-		res = claim.AttemptResult{Status: claim.Failed, Attempted: attempted, Error: o.reason}
+		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason}
 	}
 	result, err := w.ends.end(ctx, job, claim.Attempt{Key: k, Result: res})
 	switch result {
@@ -346,7 +346,7 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 		log.Warn("job was rescued during this run; the rescued run will record the outcome")
 		return nil
 	}
-	if res.Status == claim.Completed {
+	if res.Status == claim.DeliveryCompleted {
 		w.metrics.outcome(k.Route, OutcomeCompleted)
 		w.metrics.completed(time.Since(d.ClaimFirstSeen))
 		log.Info("delivered")
@@ -400,6 +400,6 @@ func (w *Worker) record(ctx context.Context, k claim.Key, reason string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.Processing, Attempted: true, Error: reason})
+		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason})
 	})
 }

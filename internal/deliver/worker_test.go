@@ -173,7 +173,7 @@ func TestWork(t *testing.T) {
 		require.Equal(t, rivertype.JobStateCompleted, res.Job.State)
 
 		d := delivery(t, tx, "evt_ok", "ship")
-		require.Equal(t, claim.Completed, d.Status)
+		require.Equal(t, claim.DeliveryCompleted, d.Status)
 		require.Equal(t, 1, d.AttemptCount)
 		require.Equal(t, claim.Completed, claimStatus(t, tx, "evt_ok"))
 
@@ -192,7 +192,7 @@ func TestWork(t *testing.T) {
 		// was rescued and retried, say).
 		require.NoError(t, pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
 			return claim.RecordAttempt(t.Context(), tx, claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
-				claim.AttemptResult{Status: claim.Completed, Attempted: true})
+				claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true})
 		}))
 		tx, w := b.begin(t)
 
@@ -216,7 +216,7 @@ func TestWork(t *testing.T) {
 		require.WithinDuration(t, time.Now(), res.Job.ScheduledAt, time.Second, "next run per the route's 10ms–100ms backoff")
 
 		d := delivery(t, tx, "evt_503", "ship")
-		require.Equal(t, claim.Processing, d.Status)
+		require.Equal(t, claim.DeliveryProcessing, d.Status)
 		require.Equal(t, 1, d.AttemptCount)
 		require.Equal(t, "HTTP 503 Service Unavailable", d.LastError)
 	})
@@ -232,7 +232,7 @@ func TestWork(t *testing.T) {
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job ends in the transaction that fails the delivery")
 
 		d := delivery(t, tx, "evt_last", "mail")
-		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, claim.DeliveryFailed, d.Status)
 		require.Equal(t, 1, d.AttemptCount)
 		require.Equal(t, "attempts exhausted (1 of 1): HTTP 502 Bad Gateway", d.LastError)
 		require.Equal(t, claim.Failed, claimStatus(t, tx, "evt_last"))
@@ -248,7 +248,7 @@ func TestWork(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 		d := delivery(t, tx, "evt_422", "ship")
-		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, claim.DeliveryFailed, d.Status)
 		require.Equal(t, 1, d.AttemptCount)
 		require.Equal(t, "HTTP 422 Unprocessable Entity", d.LastError)
 	})
@@ -263,7 +263,7 @@ func TestWork(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 		d := delivery(t, tx, "evt_gone", "gone")
-		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, claim.DeliveryFailed, d.Status)
 		require.Zero(t, d.AttemptCount)
 		require.Equal(t, `route "gone" is no longer configured`, d.LastError)
 		require.Empty(t, b.down.received())
@@ -311,7 +311,7 @@ func TestWorkAfterRescue(t *testing.T) {
 
 			require.Len(t, b.down.received(), 1)
 			d := delivery(t, b.db.Pool, "evt_rescued", "ship")
-			require.Equal(t, claim.Processing, d.Status, "the outcome belongs to the rescued run")
+			require.Equal(t, claim.DeliveryProcessing, d.Status, "the outcome belongs to the rescued run")
 			require.Zero(t, d.AttemptCount)
 			after, err := b.client.JobGet(ctx, jobID)
 			require.NoError(t, err)
@@ -350,6 +350,6 @@ func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 	require.Equal(t, claim.Completed, c.Status)
 	require.Equal(t, 2, c.AttemptCount)
 	for _, d := range ds {
-		require.Equal(t, claim.Completed, d.Status, d.Route)
+		require.Equal(t, claim.DeliveryCompleted, d.Status, d.Route)
 	}
 }

@@ -162,9 +162,9 @@ func TestFanOutAndEventTypes(t *testing.T) {
 		e := event{id: "evt_created", typ: "order.created"}
 		s.claimed(ingest, e)
 		c, ds := s.waitStatus(e.id, claim.Failed, settle)
-		require.Equal(t, claim.Completed, deliveryOf(t, ds, "ship").Status, "a failing route does not hold back the other")
+		require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "ship").Status, "a failing route does not hold back the other")
 		mail := deliveryOf(t, ds, "mail")
-		require.Equal(t, claim.Failed, mail.Status)
+		require.Equal(t, claim.DeliveryFailed, mail.Status)
 		require.Equal(t, 1, mail.AttemptCount, "a 422 is not retried")
 		require.Equal(t, "HTTP 422 Unprocessable Entity", mail.LastError)
 		require.Equal(t, "HTTP 422 Unprocessable Entity", c.LastError)
@@ -177,11 +177,11 @@ func TestFanOutAndEventTypes(t *testing.T) {
 		var shown struct {
 			Status     claim.Status `json:"status"`
 			Deliveries []struct {
-				Route          string       `json:"route"`
-				Status         claim.Status `json:"status"`
-				AttemptCount   int          `json:"attempt_count"`
-				LastError      string       `json:"last_error"`
-				IdempotencyKey string       `json:"idempotency_key"`
+				Route          string               `json:"route"`
+				Status         claim.DeliveryStatus `json:"status"`
+				AttemptCount   int                  `json:"attempt_count"`
+				LastError      string               `json:"last_error"`
+				IdempotencyKey string               `json:"idempotency_key"`
 			} `json:"deliveries"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &shown), out)
