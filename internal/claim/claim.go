@@ -36,6 +36,9 @@ const (
 	DeliveryProcessing DeliveryStatus = "processing"
 	DeliveryCompleted  DeliveryStatus = "completed"
 	DeliveryFailed     DeliveryStatus = "failed"
+	// DeliverySkipped: another claim holds the route's business key for
+	// this event, so the delivery has no job and makes no downstream call.
+	DeliverySkipped DeliveryStatus = "skipped"
 )
 
 // ErrNotFound is returned when a claim or delivery does not exist.

@@ -249,8 +249,8 @@ func filter[T any](s []T, keep func(int) bool) []T {
 }
 
 // rollUpSQL recomputes claims' statuses from their deliveries: completed once
-// all are completed, failed once one failed and none is processing, else
-// processing. It adds the attempts just recorded and keeps the latest error.
+// all are completed or skipped, failed once one failed and none is
+// processing, else processing. It adds the attempts just recorded and keeps the latest error.
 // The caller holds the claims' locks.
 const rollUpSQL = `
 WITH v AS (
@@ -269,8 +269,11 @@ UPDATE webhook_event_claims c SET
 FROM v CROSS JOIN LATERAL (
     -- Per claim, through the primary key's prefix: a join here would be
     -- planned over the whole deliveries table.
+    -- Skipped deliveries count as done; a claim with nothing but skipped
+    -- deliveries is ignored.
     SELECT CASE WHEN count(*) FILTER (WHERE d.status = 'processing') > 0 THEN 'processing'
                 WHEN count(*) FILTER (WHERE d.status = 'failed') > 0     THEN 'failed'
+                WHEN count(*) FILTER (WHERE d.status <> 'skipped') = 0   THEN 'ignored'
                 ELSE 'completed' END AS status
     FROM webhook_deliveries d
     WHERE d.provider = v.provider AND d.event_id = v.event_id) s
@@ -347,10 +350,13 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider
 		return 0, fmt.Errorf("locking claim: %w", err)
 	}
 	// Deliveries first, so that a claim with nothing to reopen is left as
-	// it is rather than processing with no delivery to finish it.
+	// it is rather than processing with no delivery to finish it. Skipped
+	// deliveries are never reopened, not even with force: another claim
+	// holds their business key. Nor are those failed because their key
+	// could not be computed: they would run without it.
 	rows, err := tx.Query(ctx, `
 UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, updated_at = now()
-WHERE provider = $1 AND event_id = $2 AND status = ANY($3)
+WHERE provider = $1 AND event_id = $2 AND status = ANY($3) AND NOT business_key_missing
 RETURNING route`, provider, eventID, allowed)
 	if err != nil {
 		return 0, fmt.Errorf("reopening deliveries: %w", err)

@@ -2,8 +2,10 @@ package claim
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -16,6 +18,21 @@ type Event struct {
 	ObjectID    string
 	ContentType string
 	Payload     []byte // raw bytes, exactly as received
+	// BusinessKeys holds the event's business key for each route it
+	// matches that has one (see BusinessKey); routes without one are absent.
+	BusinessKeys []BusinessKey
+}
+
+// BusinessKey is an event's business key for one route, computed at ingest
+// from the verified event. Exactly one of Key and Missing is set.
+type BusinessKey struct {
+	Route string
+	// Key is the route's listed values, encoded so that distinct lists give
+	// distinct keys (a JSON array).
+	Key string
+	// Missing says why the key could not be computed, naming the field; the
+	// route's delivery is then failed with it, never sent without its key.
+	Missing string
 }
 
 // Outcome is what Claim did with an event.
@@ -41,6 +58,12 @@ type Result struct {
 	Status Status
 	// Deliveries is how many deliveries this call enqueued.
 	Deliveries int
+	// Skipped are the routes whose delivery this call skipped because
+	// another claim holds its business key; nil when none.
+	Skipped []string
+	// Unkeyed are the routes whose delivery this call failed because its
+	// business key could not be computed; nil when none.
+	Unkeyed []string
 }
 
 // Duplicate reports whether the caller should answer "duplicate": true.
@@ -50,28 +73,92 @@ func (r Result) Duplicate() bool { return r.Outcome == Duplicate }
 // delivery per route, in one round trip. ON CONFLICT DO NOTHING makes the
 // primary key the arbiter: a concurrent insert of the same key waits for the
 // winner's transaction and then does nothing.
+//
+// Business keys ride in the same statement. Each route comes with its key's
+// hash ($9, NULL for a route without a business key) and, when the key could
+// not be computed, why ($11). The bkeys CTE inserts the won claim's keys into
+// webhook_business_keys, whose primary key (route, key_hash) is the arbiter
+// as the claims' is for the delivery key. A key held by another claim is not
+// left alone (DO NOTHING) but touched (DO UPDATE, counting the duplicate):
+// only then does RETURNING give its holder, even one committed after this
+// statement's snapshot was taken, which no SELECT here could see. A row
+// returned with another claim's id is therefore a key this claim lost: its
+// delivery is skipped, naming the holder. A route whose key is missing gets
+// a failed delivery. The statement returns whether the claim was won and the
+// routes skipped.
 const claimSQL = `
 WITH claim AS (
     INSERT INTO webhook_event_claims
-        (provider, event_id, event_type, object_id, status, payload, content_type)
-    VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7)
+        (provider, event_id, event_type, object_id, status, payload, content_type, last_error)
+    VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $12)
     ON CONFLICT (provider, event_id) DO NOTHING
     RETURNING provider, event_id
+), routes AS (
+    SELECT * FROM unnest($8::text[], $9::bytea[], $10::text[], $11::text[])
+        AS r(route, key_hash, business_key, missing)
+), bkeys AS (
+    INSERT INTO webhook_business_keys AS k (route, key_hash, business_key, provider, event_id)
+    SELECT r.route, r.key_hash, r.business_key, claim.provider, claim.event_id
+    FROM claim CROSS JOIN routes r
+    WHERE r.key_hash IS NOT NULL
+    ON CONFLICT (route, key_hash) DO UPDATE SET duplicates = k.duplicates + 1
+    RETURNING k.route, k.provider, k.event_id
 ), deliveries AS (
-    INSERT INTO webhook_deliveries (provider, event_id, route, status)
-    SELECT claim.provider, claim.event_id, route, 'processing'
-    FROM claim CROSS JOIN unnest($8::text[]) AS route
+    INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
+    SELECT claim.provider, claim.event_id, r.route,
+           CASE WHEN r.missing IS NOT NULL THEN 'failed'
+                WHEN held.route IS NOT NULL THEN 'skipped'
+                ELSE 'processing' END,
+           coalesce(r.missing, 'business key is held by ' || held.provider || '/' || held.event_id),
+           r.missing IS NOT NULL
+    FROM claim CROSS JOIN routes r
+    LEFT JOIN bkeys held ON held.route = r.route
+        AND (held.provider, held.event_id) <> (claim.provider, claim.event_id)
+    RETURNING route, status, last_error
 )
-SELECT count(*) FROM claim`
+SELECT (SELECT count(*) FROM claim),
+       (SELECT array_agg(route ORDER BY route) FROM deliveries WHERE status = 'skipped'),
+       (SELECT min(last_error) FROM deliveries WHERE status = 'skipped')`
+
+// claimArgs are claimSQL's per-route arguments for ev and routes, and the
+// message of the first route whose business key is missing (the claim's
+// last_error), with routes ordered by name so that concurrent claims take
+// their keys' locks in one order.
+func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys, missing []*string, firstMissing *string) {
+	byRoute := make(map[string]BusinessKey, len(ev.BusinessKeys))
+	for _, k := range ev.BusinessKeys {
+		byRoute[k.Route] = k
+	}
+	names = slices.Sorted(slices.Values(routes))
+	hashes, keys, missing = make([][]byte, len(names)), make([]*string, len(names)), make([]*string, len(names))
+	for i, r := range names {
+		k, ok := byRoute[r]
+		switch {
+		case !ok:
+		case k.Missing != "":
+			missing[i] = &k.Missing
+			if firstMissing == nil {
+				firstMissing = &k.Missing
+			}
+		default:
+			sum := sha256.Sum256([]byte(k.Key))
+			hashes[i], keys[i] = sum[:], &k.Key
+		}
+	}
+	return names, hashes, keys, missing, firstMissing
+}
 
 // Claim records ev and fans it out to routes (the names of the routes its
 // type matches), all in one transaction: the claim row, one delivery row
-// and one job per route. Only the call that inserts the claim does this;
-// any other call for the same key is a Duplicate, except that with reopen a
-// failed claim has its failed deliveries reopened (see Reopen). Nothing is
-// committed when an error is returned.
+// and one job per route. A route whose business key (ev.BusinessKeys) is
+// held by another claim gets a skipped delivery and no job; one whose key is
+// missing gets a failed delivery and no job. Only the call that inserts the
+// claim does this; any other call for the same key is a Duplicate, except
+// that with reopen a failed claim has its failed deliveries reopened (see
+// Reopen). Nothing is committed when an error is returned.
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
 	var res Result
+	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res = Result{}
 		status := Processing
@@ -79,16 +166,14 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 			status = Ignored
 		}
 		var won int
+		var skipped []string
+		var skipReason *string
 		if err := tx.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
-			ev.Payload, ev.ContentType, routes).Scan(&won); err != nil {
+			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing).Scan(&won, &skipped, &skipReason); err != nil {
 			return fmt.Errorf("inserting claim: %w", err)
 		}
 		if won == 1 {
-			res = Result{Outcome: Claimed, Status: status, Deliveries: len(routes)}
-			if status == Ignored {
-				res.Outcome = ClaimedIgnored
-			}
-			return s.enqueue(ctx, tx, ev.Provider, ev.ID, routes)
+			return s.fanOut(ctx, tx, ev, names, missing, skipped, skipReason, status, &res)
 		}
 		res.Outcome = Duplicate
 		if reopen {
@@ -116,4 +201,37 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
 	}
 	return res, nil
+}
+
+// fanOut finishes a won claim: it enqueues a job per delivery left
+// processing and, when none is (every route was skipped or missing its
+// business key), settles the claim's status in a second statement, the
+// only case that needs one: ignored when all were skipped, else failed.
+func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string, missing []*string,
+	skipped []string, skipReason *string, status Status, res *Result) error {
+	var enqueue []string
+	for i, r := range names {
+		switch {
+		case missing[i] != nil:
+			res.Unkeyed = append(res.Unkeyed, r)
+		case !slices.Contains(skipped, r):
+			enqueue = append(enqueue, r)
+		}
+	}
+	res.Outcome, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
+	switch {
+	case status == Ignored:
+		res.Outcome = ClaimedIgnored
+	case len(enqueue) == 0:
+		status = Ignored
+		if len(res.Unkeyed) > 0 {
+			status = Failed
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
+WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, status, skipReason); err != nil {
+			return fmt.Errorf("settling claim with no delivery to run: %w", err)
+		}
+	}
+	res.Status = status
+	return s.enqueue(ctx, tx, ev.Provider, ev.ID, enqueue)
 }
