@@ -138,6 +138,12 @@ type Route struct {
 	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
 	// secret (whsec_...) used to sign what is forwarded.
 	SigningSecretEnv string `yaml:"signing_secret_env"`
+	// BusinessKey optionally lists where the route's business key comes
+	// from: "type", "json:dotted.path" into the body, "header:NAME". The
+	// first claim with a given key gets the route's delivery; a later one
+	// (another event id) gets a skipped delivery. Nil means no business key:
+	// only the delivery key (provider, event id) dedupes.
+	BusinessKey []string `yaml:"business_key"`
 }
 
 // Backoff is an exponential backoff with jitter between Initial and Max.

@@ -228,6 +228,7 @@ routes:
     max_attempts: 3
     backoff: { initial: 500ms, max: 2m }
     signing_secret_env: ACME_ORDERS_SIGNING_SECRET
+    business_key: [type, "json:order.id", "header:X-Acme-Shop"]
 `))
 	require.NoError(t, err)
 	require.Equal(t, &Config{
@@ -262,6 +263,7 @@ routes:
 			MaxAttempts:      3,
 			Backoff:          Backoff{Initial: Duration(500 * time.Millisecond), Max: Duration(2 * time.Minute)},
 			SigningSecretEnv: "ACME_ORDERS_SIGNING_SECRET",
+			BusinessKey:      []string{"type", "json:order.id", "header:X-Acme-Shop"},
 		}},
 	}, c)
 }

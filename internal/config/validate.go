@@ -99,6 +99,7 @@ func (c *Config) Validate() error {
 		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}
+		v.validBusinessKey(key+".business_key", r.BusinessKey)
 	}
 	return v.err()
 }
