@@ -70,14 +70,15 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID))
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT route, status, attempt_count, coalesce(last_error, ''), updated_at, completed_at
+	rows, err := s.pool.Query(ctx, `SELECT route, status, attempt_count, coalesce(last_error, ''), updated_at, completed_at,
+    business_key_missing
 FROM webhook_deliveries WHERE provider = $1 AND event_id = $2 ORDER BY route`, provider, eventID)
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
 		d := Delivery{Provider: provider, EventID: eventID, EventType: c.EventType}
-		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt)
+		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt, &d.BusinessKeyMissing)
 		return d, err
 	})
 	if err != nil {

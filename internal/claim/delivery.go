@@ -20,6 +20,9 @@ type Delivery struct {
 	LastError    string
 	UpdatedAt    time.Time
 	CompletedAt  *time.Time
+	// BusinessKeyMissing: the delivery failed at ingest because its route's
+	// business key could not be computed; it is never reopened.
+	BusinessKeyMissing bool
 
 	EventType   string
 	ObjectID    string

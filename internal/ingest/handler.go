@@ -101,11 +101,16 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		ObjectID:    ev.ObjectID,
 		ContentType: req.Header.Get(echo.HeaderContentType),
 		Payload:     body,
+		// Computed only now, from verified bytes.
+		BusinessKeys: businessKeys(routes, ev.Type, req.Header, body),
 	}, names, p.reopen)
 	if err != nil {
 		return "unavailable", ev.ID, &unavailableError{err: err}
 	}
 
+	for _, r := range res.Skipped {
+		s.metrics.businessDuplicates.WithLabelValues(r).Inc()
+	}
 	switch res.Outcome {
 	case claim.Claimed, claim.ClaimedIgnored:
 		s.metrics.claims.WithLabelValues(name, ev.Type).Inc()

@@ -10,6 +10,8 @@ type metrics struct {
 	duplicates        *prometheus.CounterVec
 	reopened          *prometheus.CounterVec
 	signatureFailures *prometheus.CounterVec
+	// businessDuplicates is labelled by route names from the config only.
+	businessDuplicates *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,7 +32,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "hookgate", Name: "signature_failures_total",
 			Help: "Requests rejected with 401, by provider and reason.",
 		}, []string{"provider", "reason"}),
+		businessDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hookgate", Name: "business_duplicates_total",
+			Help: "Deliveries skipped because another claim holds the route's business key, by route.",
+		}, []string{"route"}),
 	}
-	reg.MustRegister(m.claims, m.duplicates, m.reopened, m.signatureFailures)
+	reg.MustRegister(m.claims, m.duplicates, m.reopened, m.signatureFailures, m.businessDuplicates)
 	return m
 }

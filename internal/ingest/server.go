@@ -76,6 +76,12 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		}
 		s.providers[p.Name] = provider{verifier: v, reopen: p.OnFailedRedelivery == config.RedeliveryReopen}
 	}
+	for _, r := range cfg.Routes {
+		if len(r.BusinessKey) > 0 {
+			// A route with a business key shows 0 before its first duplicate.
+			s.metrics.businessDuplicates.WithLabelValues(r.Name)
+		}
+	}
 	s.echo = s.routes(reg)
 	return s, nil
 }
