@@ -82,6 +82,7 @@ type route struct {
 	initial     time.Duration // backoff; default 10ms
 	max         time.Duration // backoff; default 1s
 	signed      bool
+	businessKey []string // business_key sources; none when nil
 }
 
 // setting overrides one worker setting of a stack's config.
@@ -124,6 +125,10 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
 			r.name, provider, events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
 			cmpDur(r.initial, 10*time.Millisecond), cmpDur(r.max, time.Second))
+		if r.businessKey != nil {
+			sources, _ := json.Marshal(r.businessKey)
+			fmt.Fprintf(&b, "    business_key: %s\n", sources)
+		}
 		if r.signed {
 			b.WriteString("    signing_secret_env: E2E_ROUTE_SECRET\n")
 			down.signed(r.name)
@@ -288,13 +293,18 @@ func (s *stack) run(args ...string) (out string, exitCode int) {
 }
 
 // event is what a test sends: the provider's webhook-id, the body's type, and
-// optionally the object it is about.
+// optionally the object it is about (data.id), or none with noObject.
 type event struct {
 	id, typ, object string
+	noObject        bool
 }
 
 func (e event) body() []byte {
-	b, _ := json.Marshal(map[string]any{"type": e.typ, "data": map[string]any{"id": cmpStr(e.object, "obj_"+e.id)}})
+	data := map[string]any{"id": cmpStr(e.object, "obj_"+e.id)}
+	if e.noObject {
+		data = map[string]any{}
+	}
+	b, _ := json.Marshal(map[string]any{"type": e.typ, "data": data})
 	return b
 }
 
