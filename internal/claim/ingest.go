@@ -101,6 +101,7 @@ WITH claim AS (
     SELECT r.route, r.key_hash, r.business_key, claim.provider, claim.event_id
     FROM claim CROSS JOIN routes r
     WHERE r.key_hash IS NOT NULL
+    ORDER BY r.route -- keys' locks in one order across claims, so none deadlock
     ON CONFLICT (route, key_hash) DO UPDATE SET duplicates = k.duplicates + 1
     RETURNING k.route, k.provider, k.event_id
 ), deliveries AS (
