@@ -125,6 +125,8 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 //	(c) the bare claim + job transaction, without HTTP or verification,
 //	(d) unique signed events, as (a), to a provider whose route has a
 //	    business key (type and data.object.id, distinct per event),
+//	(e) a quarter as many distinct events all sharing one business key
+//	    (all but one skipped), which serialize on the key's row,
 //
 // each at the same concurrency, and reports (a)/(c), (b)/(a) and (d)/(a).
 // (a) and (d) run in turns, a quarter of each at a time. Each phase sends
@@ -176,11 +178,12 @@ func BenchmarkIngest(b *testing.B) {
 		body   []byte
 		header string
 	}
-	sign := func(id string) signed {
-		body := fmt.Appendf(nil, `{"id": %q, "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_%s"}}}`, id, id)
+	signAbout := func(id, object string) signed {
+		body := fmt.Appendf(nil, `{"id": %q, "object": "event", "type": "invoice.paid", "data": {"object": {"id": %q}}}`, id, object)
 		sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: benchSecret})
 		return signed{body: body, header: sp.Header}
 	}
+	sign := func(id string) signed { return signAbout(id, "in_"+id) }
 	postTo := func(url string, s signed) error {
 		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(s.body))
 		if err != nil {
@@ -203,10 +206,13 @@ func BenchmarkIngest(b *testing.B) {
 	post := func(s signed) error { return postTo(url, s) }
 	keyedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-bk"
 
-	unique, keyed := make([]signed, n), make([]signed, n)
+	unique, keyed, sharing := make([]signed, n), make([]signed, n), make([]signed, n/4)
 	for i := range unique {
 		unique[i] = sign(fmt.Sprintf("evt_unique_%d", i))
 		keyed[i] = sign(fmt.Sprintf("evt_keyed_%d", i))
+	}
+	for i := range sharing {
+		sharing[i] = signAbout(fmt.Sprintf("evt_sharing_%d", i), "in_shared")
 	}
 	storm := sign("evt_storm")
 	// Warm connections, the pool and the plan cache outside the measurement.
@@ -247,6 +253,10 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	e, err := hammer("(e) distinct events, one business key", len(sharing), func(i int) error { return postTo(keyedURL, sharing[i]) })
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.StopTimer()
 
 	var claims, jobsN int
@@ -254,19 +264,20 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	want := 4*concurrency + n + 1 + n + n
-	if claims != want || jobsN != want {
-		b.Fatalf("expected %d claims and jobs, found %d claims and %d jobs", want, claims, jobsN)
+	// (e)'s events are claimed; all but the one holding the key have no job.
+	if claims != want+len(sharing) || jobsN != want+1 {
+		b.Fatalf("expected %d claims and %d jobs, found %d claims and %d jobs", want+len(sharing), want+1, claims, jobsN)
 	}
 	var keys int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_business_keys`).Scan(&keys); err != nil {
 		b.Fatal(err)
 	}
-	if keys != n {
-		b.Fatalf("expected %d business keys, found %d", n, keys)
+	if keys != n+1 {
+		b.Fatalf("expected %d business keys, found %d", n+1, keys)
 	}
 
 	fmt.Fprintf(os.Stdout, "\ningest, %d concurrent connections, %d events per phase\n", concurrency, n)
-	for _, p := range []phase{a, st, c, d} {
+	for _, p := range []phase{a, st, c, d, e} {
 		fmt.Fprintln(os.Stdout, p)
 	}
 	fmt.Fprintf(os.Stdout, "ratio (a)/(c) = %.2f   (target >= 0.6)\nratio (b)/(a) = %.2f   (target >= 1.0)\nratio (d)/(a) = %.2f   (target >= 0.85)\n\n",
@@ -277,6 +288,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(a.rate()/c.rate(), "a/c")
 	b.ReportMetric(d.rate(), "business_key_req/s")
 	b.ReportMetric(d.rate()/a.rate(), "d/a")
+	b.ReportMetric(e.rate(), "shared_key_req/s")
 	b.ReportMetric(ms(a.pct(0.99)), "unique_p99_ms")
 }
 

@@ -40,6 +40,8 @@ type Outcome int
 
 const (
 	// Claimed: this call won the key; its deliveries and jobs are committed.
+	// When business keys left none of its deliveries to run (Result.Skipped,
+	// Result.Unkeyed), its status is already ignored or failed.
 	Claimed Outcome = iota + 1
 	// ClaimedIgnored: this call won the key but no route matched, so the
 	// claim is recorded as ignored with no delivery.
