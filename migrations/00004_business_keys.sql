@@ -26,8 +26,6 @@ CREATE TABLE webhook_business_keys (
     -- The claim holding the key.
     provider     text        NOT NULL,
     event_id     text        NOT NULL,
-    -- How many later claims were skipped because of this key.
-    duplicates   integer     NOT NULL DEFAULT 0,
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (route, key_hash),
     -- A key lives exactly as long as the claim that holds it: deleting the

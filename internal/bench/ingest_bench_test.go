@@ -126,7 +126,7 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 //	(d) unique signed events, as (a), to a provider whose route has a
 //	    business key (type and data.object.id, distinct per event),
 //	(e) a quarter as many distinct events all sharing one business key
-//	    (all but one skipped), which serialize on the key's row,
+//	    (all but one skipped),
 //
 // each at the same concurrency, and reports (a)/(c), (b)/(a) and (d)/(a).
 // (a) and (d) run in turns, a quarter of each at a time. Each phase sends

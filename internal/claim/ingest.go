@@ -80,14 +80,14 @@ func (r Result) Duplicate() bool { return r.Outcome == Duplicate }
 // hash ($9, NULL for a route without a business key) and, when the key could
 // not be computed, why ($11). The bkeys CTE inserts the won claim's keys into
 // webhook_business_keys, whose primary key (route, key_hash) is the arbiter
-// as the claims' is for the delivery key. A key held by another claim is not
-// left alone (DO NOTHING) but touched (DO UPDATE, counting the duplicate):
-// only then does RETURNING give its holder, even one committed after this
-// statement's snapshot was taken, which no SELECT here could see. A row
-// returned with another claim's id is therefore a key this claim lost: its
-// delivery is skipped, naming the holder. A route whose key is missing gets
-// a failed delivery. The statement returns whether the claim was won and the
-// routes skipped.
+// as the claims' is for the delivery key: a key that is not returned is held
+// by another claim, and its delivery is skipped, naming the holder. The
+// holder is read in the same statement, so this stays one round trip; the
+// one case it cannot see is a holder that committed while this statement
+// waited on its key (after the statement's snapshot), and then holderSQL
+// names it in a second statement. A route whose key is missing gets a failed
+// delivery. The statement returns whether the claim was won, the routes
+// skipped, the first skip reason, and whether a holder is still to be named.
 const claimSQL = `
 WITH claim AS (
     INSERT INTO webhook_event_claims
@@ -99,29 +99,44 @@ WITH claim AS (
     SELECT * FROM unnest($8::text[], $9::bytea[], $10::text[], $11::text[])
         AS r(route, key_hash, business_key, missing)
 ), bkeys AS (
-    INSERT INTO webhook_business_keys AS k (route, key_hash, business_key, provider, event_id)
+    INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
     SELECT r.route, r.key_hash, r.business_key, claim.provider, claim.event_id
     FROM claim CROSS JOIN routes r
     WHERE r.key_hash IS NOT NULL
-    ORDER BY r.route -- keys' locks in one order across claims, so none deadlock
-    ON CONFLICT (route, key_hash) DO UPDATE SET duplicates = k.duplicates + 1
-    RETURNING k.route, k.provider, k.event_id
+    ORDER BY r.route -- keys in one order across claims, so concurrent ones never deadlock
+    ON CONFLICT (route, key_hash) DO NOTHING
+    RETURNING route
 ), deliveries AS (
     INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
     SELECT claim.provider, claim.event_id, r.route,
            CASE WHEN r.missing IS NOT NULL THEN 'failed'
-                WHEN held.route IS NOT NULL THEN 'skipped'
+                WHEN lost THEN 'skipped'
                 ELSE 'processing' END,
-           coalesce(r.missing, 'business key is held by ' || held.provider || '/' || held.event_id),
+           CASE WHEN r.missing IS NOT NULL THEN r.missing
+                WHEN lost THEN 'business key is held by ' || held.provider || '/' || held.event_id END,
            r.missing IS NOT NULL
     FROM claim CROSS JOIN routes r
-    LEFT JOIN bkeys held ON held.route = r.route
-        AND (held.provider, held.event_id) <> (claim.provider, claim.event_id)
+    LEFT JOIN bkeys won ON won.route = r.route
+    CROSS JOIN LATERAL (SELECT r.key_hash IS NOT NULL AND won.route IS NULL AS lost) l
+    -- The statement's snapshot: holders committed before it began.
+    LEFT JOIN webhook_business_keys held ON lost AND held.route = r.route AND held.key_hash = r.key_hash
     RETURNING route, status, last_error
 )
 SELECT (SELECT count(*) FROM claim),
        (SELECT array_agg(route ORDER BY route) FROM deliveries WHERE status = 'skipped'),
-       (SELECT min(last_error) FROM deliveries WHERE status = 'skipped')`
+       (SELECT min(last_error) FROM deliveries WHERE status = 'skipped'),
+       (SELECT count(*) > 0 FROM deliveries WHERE status = 'skipped' AND last_error IS NULL)`
+
+// holderSQL names the holders claimSQL could not see, now that they have
+// committed: it runs only when a claim lost a key to a concurrent one.
+const holderSQL = `
+UPDATE webhook_deliveries d
+SET last_error = 'business key is held by ' || k.provider || '/' || k.event_id
+FROM unnest($3::text[], $4::bytea[]) AS r(route, key_hash)
+JOIN webhook_business_keys k ON k.route = r.route AND k.key_hash = r.key_hash
+WHERE d.provider = $1 AND d.event_id = $2 AND d.route = r.route
+  AND d.status = 'skipped' AND d.last_error IS NULL
+RETURNING d.last_error`
 
 // claimArgs are claimSQL's per-route arguments for ev and routes, and the
 // message of the first route whose business key is missing (the claim's
@@ -171,9 +186,23 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		var won int
 		var skipped []string
 		var skipReason *string
+		var unnamed bool
 		if err := tx.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
-			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing).Scan(&won, &skipped, &skipReason); err != nil {
+			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
 			return fmt.Errorf("inserting claim: %w", err)
+		}
+		if unnamed {
+			rows, err := tx.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
+			if err != nil {
+				return fmt.Errorf("naming business keys' holders: %w", err)
+			}
+			named, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("naming business keys' holders: %w", err)
+			}
+			if skipReason == nil && len(named) > 0 {
+				skipReason = &slices.Sorted(slices.Values(named))[0]
+			}
 		}
 		if won == 1 {
 			return s.fanOut(ctx, tx, ev, names, missing, skipped, skipReason, status, &res)
