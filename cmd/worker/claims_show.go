@@ -23,6 +23,8 @@ type deliveryView struct {
 	IdempotencyKey string               `json:"idempotency_key"`
 	UpdatedAt      time.Time            `json:"updated_at"`
 	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
+	// BusinessKey is the route\'s business key this delivery holds.
+	BusinessKey string `json:"business_key,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims show` prints it.
@@ -72,7 +74,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 		v.Deliveries[i] = deliveryView{
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
-			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt,
+			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey,
 		}
 	}
 	if asJSON {
@@ -116,5 +118,19 @@ func printClaim(w io.Writer, v claimView) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
 			stamp(d.CompletedAt), d.IdempotencyKey, orDash(d.LastError))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	held := false
+	for _, d := range v.Deliveries {
+		if d.BusinessKey != "" {
+			// --json carries the key whole; a key can be as long as the body.
+			fmt.Fprintf(w, "\n%s holds business key %s", d.Route, cut(d.BusinessKey, 200))
+			held = true
+		}
+	}
+	if held {
+		fmt.Fprintln(w)
+	}
+	return nil
 }

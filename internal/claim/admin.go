@@ -70,15 +70,19 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID))
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT route, status, attempt_count, coalesce(last_error, ''), updated_at, completed_at,
-    business_key_missing
-FROM webhook_deliveries WHERE provider = $1 AND event_id = $2 ORDER BY route`, provider, eventID)
+	// The business keys a claim holds are found through their claim index.
+	rows, err := s.pool.Query(ctx, `SELECT d.route, d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at,
+    d.completed_at, d.business_key_missing, coalesce(k.business_key, '')
+FROM webhook_deliveries d
+LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
+WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
 		d := Delivery{Provider: provider, EventID: eventID, EventType: c.EventType}
-		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt, &d.BusinessKeyMissing)
+		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
+			&d.BusinessKeyMissing, &d.BusinessKey)
 		return d, err
 	})
 	if err != nil {

@@ -43,6 +43,10 @@ func TestBusinessKey(t *testing.T) {
 		require.Equal(t, "business key is held by stripe/evt_bk_first", ds["ship"].LastError)
 		require.Zero(t, ds["ship"].AttemptCount)
 		require.Equal(t, claim.DeliveryProcessing, ds["mail"].Status, "a route without a key is unaffected")
+		require.Empty(t, ds["ship"].BusinessKey, "a skipped delivery holds no key")
+		_, firstDs := b.get(t, "evt_bk_first")
+		require.Equal(t, orderKey, firstDs["ship"].BusinessKey)
+		require.Empty(t, firstDs["mail"].BusinessKey)
 		b.requireJobs(t, append(args("evt_bk_first", "ship", "mail"), args("evt_bk_second", "mail")...)...)
 
 		// Skipped counts as done: the claim completes with its other delivery.

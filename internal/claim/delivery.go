@@ -23,6 +23,10 @@ type Delivery struct {
 	// BusinessKeyMissing: the delivery failed at ingest because its route's
 	// business key could not be computed; it is never reopened.
 	BusinessKeyMissing bool
+	// BusinessKey is the business key this delivery holds for its route
+	// (the listed values as a JSON array), as Get reads it; empty when it
+	// holds none.
+	BusinessKey string
 
 	EventType   string
 	ObjectID    string

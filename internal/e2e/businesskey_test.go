@@ -67,6 +67,10 @@ func TestBusinessKey(t *testing.T) {
 		out, code := s.run("claims", "show", provider, second.id)
 		require.Zero(t, code, out)
 		require.Regexp(t, `(?m)^ship\s+skipped\s.*business key is held by sw/evt_bk_first$`, out)
+		require.NotContains(t, out, "holds business key")
+		out, code = s.run("claims", "show", provider, first.id)
+		require.Zero(t, code, out)
+		require.Contains(t, out, `ship holds business key ["order.paid","ord_2"]`)
 	})
 
 	t.Run("HundredConcurrentEventsSharingAKeyAreOneEffect", func(t *testing.T) {
