@@ -71,6 +71,16 @@ func TestBusinessKey(t *testing.T) {
 		out, code = s.run("claims", "show", provider, first.id)
 		require.Zero(t, code, out)
 		require.Contains(t, out, `ship holds business key ["order.paid","ord_2"]`)
+
+		// --force re-runs the completed sibling, never the skipped delivery.
+		out, code = s.run("claims", "retry", provider, second.id, "--force")
+		require.Zero(t, code, out)
+		require.Contains(t, out, "sw/evt_bk_second: reopened 1 delivery")
+		require.Contains(t, out, "1 delivery left skipped: another claim holds the business key, and --force does not override a business key")
+		_, ds = s.waitStatus(second.id, claim.Completed, settle)
+		require.Equal(t, claim.DeliverySkipped, deliveryOf(t, ds, "ship").Status)
+		require.Len(t, s.down.callsFor(key(second.id, "mail")), 2, "mail ran again, same key")
+		require.Empty(t, s.down.callsFor(key(second.id, "ship")))
 	})
 
 	t.Run("HundredConcurrentEventsSharingAKeyAreOneEffect", func(t *testing.T) {
