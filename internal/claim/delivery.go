@@ -257,8 +257,8 @@ func filter[T any](s []T, keep func(int) bool) []T {
 
 // rollUpSQL recomputes claims' statuses from their deliveries: completed once
 // all are completed or skipped, failed once one failed and none is
-// processing, else processing. It adds the attempts just recorded and keeps the latest error.
-// The caller holds the claims' locks.
+// processing, else processing. It adds the attempts just recorded and keeps
+// the latest error. The caller holds the claims' locks.
 const rollUpSQL = `
 WITH v AS (
     SELECT provider, event_id, sum(attempts) AS attempts,
