@@ -23,7 +23,7 @@ type deliveryView struct {
 	IdempotencyKey string               `json:"idempotency_key"`
 	UpdatedAt      time.Time            `json:"updated_at"`
 	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
-	// BusinessKey is the route\'s business key this delivery holds.
+	// BusinessKey is the route's business key this delivery holds.
 	BusinessKey string `json:"business_key,omitempty"`
 }
 
