@@ -44,7 +44,9 @@ type Ingest struct {
 type Worker struct {
 	// Listen serves /healthz, /readyz, /metrics and the River UI. Default ":9091".
 	Listen string `yaml:"listen"`
-	// Concurrency is how many deliveries one worker attempts at once. Default 100.
+	// Concurrency is how many deliveries one worker attempts at once to each
+	// route that sets no concurrency of its own, and to routes no longer
+	// configured. Default 100.
 	Concurrency int `yaml:"concurrency"`
 	// RescueAfter is how long a job may stay running before it is taken for
 	// crashed and made retryable. It must exceed every route's timeout, or a
@@ -138,6 +140,11 @@ type Route struct {
 	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
 	// secret (whsec_...) used to sign what is forwarded.
 	SigningSecretEnv string `yaml:"signing_secret_env"`
+	// Concurrency is how many attempts to this route one worker runs at
+	// once: the MaxWorkers of the route's own River queue. River applies it
+	// per worker process, so N workers run up to N times as many. Default
+	// worker.concurrency.
+	Concurrency int `yaml:"concurrency"`
 }
 
 // Backoff is an exponential backoff with jitter between Initial and Max.
@@ -236,6 +243,7 @@ func (c *Config) setDefaults() {
 		r.Backoff.Initial = cmp.Or(r.Backoff.Initial, Duration(time.Second))
 		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
 	}
+	c.defaultConcurrency()
 }
 
 // Provider returns the provider named name.

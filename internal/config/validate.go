@@ -100,6 +100,7 @@ func (c *Config) Validate() error {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}
 	}
+	c.validateConcurrency(&v)
 	return v.err()
 }
 
