@@ -223,3 +223,36 @@ func routeNames(cfg *config.Config) []string {
 	}
 	return names
 }
+
+// logPauses logs each pause and resume of a queue as this worker applies
+// it, naming the route, so that an operator sees every worker take a
+// `routes pause` in. It stops when stop is called.
+func logPauses(client *river.Client[pgx.Tx], cfg *config.Config, logger *slog.Logger) (stop func()) {
+	routeOf := make(map[string]string, len(cfg.Routes))
+	for _, r := range cfg.Routes {
+		routeOf[claim.Queue(r.Name)] = r.Name
+	}
+	events, cancel := client.Subscribe(river.EventKindQueuePaused, river.EventKindQueueResumed)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range events {
+			if ev.Queue == nil {
+				continue
+			}
+			what, attrs := "queue", []any{slog.String("queue", ev.Queue.Name)}
+			if route, ok := routeOf[ev.Queue.Name]; ok {
+				what, attrs = "route", append(attrs, slog.String("route", route))
+			}
+			if ev.Kind == river.EventKindQueueResumed {
+				logger.Info(what+" resumed", attrs...)
+			} else {
+				logger.Info(what+" paused: no new attempts until it is resumed", attrs...)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

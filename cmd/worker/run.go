@@ -123,6 +123,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err != nil {
 		return fmt.Errorf("creating job client: %w", err)
 	}
+	stopPauseLog := logPauses(client, cfg, logger)
+	defer stopPauseLog()
 	store := claim.NewStore(pool, client, maxAttempts)
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err

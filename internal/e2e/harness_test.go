@@ -82,6 +82,7 @@ type route struct {
 	initial     time.Duration // backoff; default 10ms
 	max         time.Duration // backoff; default 1s
 	signed      bool
+	concurrency int // default worker.concurrency
 }
 
 // setting overrides one worker setting of a stack's config.
@@ -124,6 +125,9 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
 			r.name, provider, events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
 			cmpDur(r.initial, 10*time.Millisecond), cmpDur(r.max, time.Second))
+		if r.concurrency != 0 {
+			fmt.Fprintf(&b, "    concurrency: %d\n", r.concurrency)
+		}
 		if r.signed {
 			b.WriteString("    signing_secret_env: E2E_ROUTE_SECRET\n")
 			down.signed(r.name)
