@@ -206,6 +206,28 @@ FROM river_job WHERE args->>'route' = 'held'`).Scan(&waiting, &attempted))
 	require.Contains(t, out, `no route "hold" in the configuration (routes: held, live)`)
 }
 
+// TestRoutePausedBeforeAnyWorker pauses a route no worker has run yet:
+// workers that start later start it paused.
+func TestRoutePausedBeforeAnyWorker(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{{name: "held", events: []string{"*"}}, {name: "live", events: []string{"*"}}})
+	out, code := s.run("routes", "pause", "held")
+	require.Zero(t, code, out)
+	ingest := s.ingest()
+	e := event{id: "evt_early_pause", typ: "order.paid"}
+	s.claimed(ingest, e)
+
+	s.worker()
+	s.waitDeliveries("live", e.id, claim.Completed, 1, settle)
+	require.Empty(t, s.down.callsFor(key(e.id, "held")))
+	require.True(t, s.routesList()["held"].Paused)
+
+	out, code = s.run("routes", "resume", "held")
+	require.Zero(t, code, out)
+	s.waitStatus(e.id, claim.Completed, settle)
+	require.Equal(t, []string{"1"}, s.down.attempts(key(e.id, "held")))
+}
+
 // TestJobsOnTheDefaultQueue covers jobs enqueued where a version without
 // route queues put them: on River's default queue. A worker moves those
 // waiting when it starts onto their route's queue, and still works the
