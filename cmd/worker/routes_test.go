@@ -20,7 +20,8 @@ import (
 func TestRoutesCommands(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	cfgPath := writeConfig(t, "http://127.0.0.1:1")
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath})
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
 	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
@@ -40,6 +41,18 @@ func TestRoutesCommands(t *testing.T) {
 	require.Len(t, lines, 2, lines)
 	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE$`, lines[0])
 	require.Regexp(t, `^ship\s+active\s+4\s+2\s+0\s+2\s+0\s+0\s+route-ship$`, lines[1])
+
+	// The config file may be named before the subcommand, too.
+	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
+	for _, args := range [][]string{
+		{"worker", "--config", cfgPath, "routes", "list"},
+		{"worker", "routes", "--config", cfgPath, "list"},
+		{"worker", "routes", "list", "--config", cfgPath},
+	} {
+		var again bytes.Buffer
+		require.NoError(t, run(t.Context(), args, noConfigEnv, &again, io.Discard), args)
+		require.Equal(t, strings.Join(lines, "\n")+"\n", again.String(), args)
+	}
 
 	require.Equal(t, "paused route ship (queue route-ship): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 		routes("pause", "ship"))
@@ -86,6 +99,7 @@ func TestRoutesErrors(t *testing.T) {
 		{"PauseNeedsName", []string{"pause"}, "routes pause takes one route NAME"},
 		{"ResumeOneName", []string{"resume", "ship", "mail"}, "routes resume takes one route NAME"},
 		{"ListNoArguments", []string{"list", "ship"}, `unexpected argument "ship"`},
+		{"ListenAfterRoutes", []string{"--listen", "127.0.0.1:0", "list"}, "flag provided but not defined: -listen"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -93,4 +107,9 @@ func TestRoutesErrors(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+	t.Run("ListenIsForServing", func(t *testing.T) {
+		t.Parallel()
+		err := run(t.Context(), []string{"worker", "--listen", "127.0.0.1:0", "routes", "list"}, env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "--listen applies only when serving, not to routes")
+	})
 }
