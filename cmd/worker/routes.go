@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
@@ -224,6 +225,26 @@ func routeNames(cfg *config.Config) []string {
 	return names
 }
 
+// pausedMessage is what a worker logs for each route it will not attempt.
+const pausedMessage = "route paused: no new attempts until it is resumed"
+
+// logPausedRoutes logs each route that is paused as the worker starts: its
+// queue starts paused, which River announces to no subscriber. Called after
+// the River client has started, so a pause that lands meanwhile is logged
+// here or by logPauses, if not by both.
+func logPausedRoutes(ctx context.Context, client *river.Client[pgx.Tx], cfg *config.Config, logger *slog.Logger) {
+	for _, r := range cfg.Routes {
+		q, err := client.QueueGet(ctx, claim.Queue(r.Name))
+		switch {
+		case errors.Is(err, rivertype.ErrNotFound):
+		case err != nil:
+			logger.Warn("could not read whether a route is paused", slog.String("route", r.Name), slog.String("error", err.Error()))
+		case q.PausedAt != nil:
+			logger.Info(pausedMessage, slog.String("queue", q.Name), slog.String("route", r.Name))
+		}
+	}
+}
+
 // logPauses logs each pause and resume of a queue as this worker applies
 // it, naming the route, so that an operator sees every worker take a
 // `routes pause` in. It stops when stop is called.
@@ -247,7 +268,7 @@ func logPauses(client *river.Client[pgx.Tx], cfg *config.Config, logger *slog.Lo
 			if ev.Kind == river.EventKindQueueResumed {
 				logger.Info(what+" resumed", attrs...)
 			} else {
-				logger.Info(what+" paused: no new attempts until it is resumed", attrs...)
+				logger.Info(strings.Replace(pausedMessage, "route", what, 1), attrs...)
 			}
 		}
 	}()

@@ -173,6 +173,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	}
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
 		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)))
+	logPausedRoutes(ctx, client, cfg, logger)
 
 	var serveErr error
 	select {

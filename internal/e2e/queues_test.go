@@ -217,7 +217,8 @@ func TestRoutePausedBeforeAnyWorker(t *testing.T) {
 	e := event{id: "evt_early_pause", typ: "order.paid"}
 	s.claimed(ingest, e)
 
-	s.worker()
+	w := s.worker()
+	waitLog(t, w, settle, `msg="route paused: no new attempts until it is resumed" queue=route-held route=held`)
 	s.waitDeliveries("live", e.id, claim.Completed, 1, settle)
 	require.Empty(t, s.down.callsFor(key(e.id, "held")))
 	require.True(t, s.routesList()["held"].Paused)
