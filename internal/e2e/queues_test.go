@@ -155,6 +155,8 @@ func (s *stack) routesList() map[string]routeListed {
 func TestRoutePause(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "held", events: []string{"*"}}, {name: "live", events: []string{"*"}}})
+	const password = "pause test ui password"
+	s.env = append(s.env, "HOOKGATE_UI_PASSWORD="+password)
 	ingest, workers := s.ingest(), []*proc{s.worker(), s.worker()}
 
 	out, code := s.run("routes", "pause", "held")
@@ -181,6 +183,22 @@ FROM river_job WHERE args->>'route' = 'held'`).Scan(&waiting, &attempted))
 	listed := s.routesList()
 	require.Equal(t, routeListed{Route: "held", Queue: "route-held", Processing: 20, Backlog: 20, Available: 20, Paused: true}, listed["held"])
 	require.Equal(t, routeListed{Route: "live", Queue: "route-live"}, listed["live"])
+	// River's UI shows the queue paused.
+	req, err := http.NewRequest(http.MethodGet, workers[0].url+"/riverui/api/queues/route-held", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("admin", password)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var shown struct {
+		Name     string     `json:"name"`
+		PausedAt *time.Time `json:"paused_at"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&shown))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "route-held", shown.Name)
+	require.NotNil(t, shown.PausedAt)
+
 	out, code = s.run("routes", "list")
 	require.Zero(t, code, out)
 	require.Regexp(t, `(?m)^held\s+paused since \S+\s+8\s+20\s+0\s+20\s+0\s+0\s+route-held$`, out)
