@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,4 +286,33 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 	require.Equal(t, river.QueueDefault, queueOf(during.id))
 	s.waitStatus(during.id, claim.Completed, settle)
 	require.Equal(t, []string{"1"}, s.down.attempts(key(during.id, "ship")))
+}
+
+// TestJobsOfARemovedRoute removes a route from the configuration while a
+// delivery to it waits on its queue, which no worker serves any more: the
+// worker moves the job to the default queue at start and fails the
+// delivery with the reason, so nothing waits forever.
+func TestJobsOfARemovedRoute(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{{name: "ship", events: []string{"*"}}, {name: "mail", events: []string{"*"}}})
+	ingest := s.ingest()
+	e := event{id: "evt_removed_route", typ: "order.paid"}
+	s.claimed(ingest, e)
+
+	b, err := os.ReadFile(s.cfgPath)
+	require.NoError(t, err)
+	cfg, mail, found := strings.Cut(string(b), "  - name: mail\n")
+	require.True(t, found)
+	if _, rest, ok := strings.Cut(mail, "\n  - "); ok {
+		cfg += "  - " + rest
+	}
+	require.NoError(t, os.WriteFile(s.cfgPath, []byte(cfg), 0o600))
+
+	s.worker()
+	_, ds := s.waitStatus(e.id, claim.Failed, settle)
+	require.Equal(t, claim.Completed, deliveryOf(t, ds, "ship").Status)
+	mailDelivery := deliveryOf(t, ds, "mail")
+	require.Equal(t, claim.Failed, mailDelivery.Status)
+	require.Equal(t, `route "mail" is no longer configured`, mailDelivery.LastError)
+	require.Empty(t, s.down.callsFor(key(e.id, "mail")))
 }
