@@ -1,7 +1,7 @@
 // Command worker performs the side effects: it runs the River workers that
 // deliver each event to its routes, the reconciler, and the ops endpoints.
 // `worker migrate` applies the database migrations; `worker claims` lists,
-// shows and retries claims.
+// shows and retries claims; `worker routes` lists, pauses and resumes routes.
 package main
 
 import (

@@ -25,7 +25,8 @@ import (
 
 const usage = `worker [--config FILE] [--listen ADDR]
        worker migrate [--config FILE]
-       ` + claimsUsage
+       ` + claimsUsage + `
+       ` + routesUsage
 
 // River fetch tuning. A committed claim's job insert sends a NOTIFY, so
 // workers usually hear of new jobs at once; the cooldown bounds how often a
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	command, rest := fs.Arg(0), fs.Args()[1:]
 	switch command {
-	case "migrate", "claims":
+	case "migrate", "claims", "routes":
 		if common.Listen != "" {
 			return fmt.Errorf("--listen applies only when serving, not to %s (usage: %s)", command, usage)
 		}
@@ -69,8 +70,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cli.Migrate(ctx, "worker", common, rest, env)
 	case "claims":
 		return (&claimsCommand{common: common, env: env}).Run(ctx, rest)
+	case "routes":
+		return (&routesCommand{common: common, env: env}).Run(ctx, rest)
 	}
-	return fmt.Errorf("unknown command %q: want migrate or claims, or no command to serve (see worker --help)", command)
+	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
 }
 
 // serve wires config → pool → delivery worker → River client → ops server,
@@ -110,7 +113,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               logger,
 		Workers:              workers,
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Worker.Concurrency}},
+		Queues:               deliver.Queues(cfg),
 		JobTimeout:           deliver.JobTimeout(cfg),
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
@@ -120,7 +123,12 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err != nil {
 		return fmt.Errorf("creating job client: %w", err)
 	}
+	stopPauseLog := logPauses(client, cfg, logger)
+	defer stopPauseLog()
 	store := claim.NewStore(pool, client, maxAttempts)
+	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
+		return err
+	}
 	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.
@@ -165,6 +173,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	}
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
 		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)))
+	logPausedRoutes(ctx, client, cfg, logger)
 
 	var serveErr error
 	select {

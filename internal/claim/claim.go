@@ -77,9 +77,11 @@ type Store struct {
 }
 
 // NewStore returns a store over pool that enqueues with jobs. maxAttempts
-// gives a route's max_attempts for the jobs it enqueues; for a route that no
-// longer exists it may return 0, and the job gets River's default (the
-// worker then fails the delivery with the reason on its first attempt).
+// gives a route's max_attempts for the jobs it enqueues, which go on the
+// route's own queue (see Queue); for a route that no longer exists it
+// returns 0, and the job goes on the default queue with River's default
+// max attempts (the worker then fails the delivery with the reason on its
+// first attempt).
 func NewStore(pool *pgxpool.Pool, jobs Inserter, maxAttempts func(route string) int) *Store {
 	return &Store{pool: pool, jobs: jobs, limit: maxAttempts}
 }
@@ -91,10 +93,7 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string
 	}
 	params := make([]river.InsertManyParams, len(routes))
 	for i, r := range routes {
-		params[i] = river.InsertManyParams{
-			Args:       DeliveryArgs{Provider: provider, EventID: eventID, Route: r},
-			InsertOpts: &river.InsertOpts{MaxAttempts: s.limit(r)},
-		}
+		params[i] = s.deliveryJob(provider, eventID, r)
 	}
 	if _, err := s.jobs.InsertManyTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)

@@ -26,6 +26,15 @@ var routeAttempts = map[string]int{"ship": 10, "mail": 3, "ledger": 5}
 
 func maxAttempts(route string) int { return routeAttempts[route] }
 
+// queueOf is the queue a route's jobs are enqueued on: its own, or the
+// default queue for a route not configured.
+func queueOf(route string) string {
+	if _, ok := routeAttempts[route]; ok {
+		return claim.Queue(route)
+	}
+	return river.QueueDefault
+}
+
 // bundle is what a test needs: a database of its own, committed to by the
 // store, and the store over it. Subtests may share one bundle (a database is
 // costly to create); those that require jobs then run one after another, and
@@ -112,7 +121,8 @@ func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
 
 // requireJobs adds more to the jobs expected in b's database and requires
 // that exactly those delivery jobs were inserted, in any order, each with
-// its route's max attempts. It returns the jobs' rows ordered by id.
+// its route's max attempts on its route's queue. It returns the jobs' rows
+// ordered by id.
 func (b *bundle) requireJobs(t *testing.T, more ...claim.DeliveryArgs) []*rivertype.JobRow {
 	t.Helper()
 	b.jobs = append(b.jobs, more...)
@@ -133,6 +143,7 @@ func (b *bundle) requireJobs(t *testing.T, more ...claim.DeliveryArgs) []*rivert
 	for i, row := range rows {
 		require.NoError(t, json.Unmarshal(row.EncodedArgs, &got[i]))
 		require.Equal(t, maxAttempts(got[i].Route), row.MaxAttempts, "max attempts of job %d (%+v)", row.ID, got[i])
+		require.Equal(t, queueOf(got[i].Route), row.Queue, "queue of job %d (%+v)", row.ID, got[i])
 	}
 	require.ElementsMatch(t, b.jobs, got)
 	return rows

@@ -44,7 +44,9 @@ type Ingest struct {
 type Worker struct {
 	// Listen serves /healthz, /readyz, /metrics and the River UI. Default ":9091".
 	Listen string `yaml:"listen"`
-	// Concurrency is how many deliveries one worker attempts at once. Default 100.
+	// Concurrency is how many deliveries one worker attempts at once to each
+	// route that sets no concurrency of its own, and to routes no longer
+	// configured. Default 100.
 	Concurrency int `yaml:"concurrency"`
 	// RescueAfter is how long a job may stay running before it is taken for
 	// crashed and made retryable. It must exceed every route's timeout, or a
@@ -144,6 +146,11 @@ type Route struct {
 	// (another event id) gets a skipped delivery. Nil means no business key:
 	// only the delivery key (provider, event id) dedupes.
 	BusinessKey []string `yaml:"business_key"`
+	// Concurrency is how many attempts to this route one worker runs at
+	// once: the MaxWorkers of the route's own River queue. River applies it
+	// per worker process, so N workers run up to N times as many. Default
+	// worker.concurrency.
+	Concurrency int `yaml:"concurrency"`
 }
 
 // Backoff is an exponential backoff with jitter between Initial and Max.
@@ -242,6 +249,7 @@ func (c *Config) setDefaults() {
 		r.Backoff.Initial = cmp.Or(r.Backoff.Initial, Duration(time.Second))
 		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
 	}
+	c.defaultConcurrency()
 }
 
 // Provider returns the provider named name.

@@ -163,6 +163,7 @@ func TestParseDefaults(t *testing.T) {
 			Timeout:     Duration(10 * time.Second),
 			MaxAttempts: 10,
 			Backoff:     Backoff{Initial: Duration(time.Second), Max: Duration(time.Hour)},
+			Concurrency: 100,
 		}},
 	}, c)
 }
@@ -178,7 +179,7 @@ worker: {concurrency: 0, rescue_after: 0s}
 providers:
   - {name: stripe, scheme: stripe, secrets_env: [S], tolerance: 0s}
 routes:
-  - {name: r, provider: stripe, events: ["*"], url: "http://a.internal/", timeout: 0s, max_attempts: 0}
+  - {name: r, provider: stripe, events: ["*"], url: "http://a.internal/", timeout: 0s, max_attempts: 0, concurrency: 0}
 `))
 	require.NoError(t, err)
 	require.Equal(t, int64(1<<20), c.Ingest.MaxBodyBytes)
@@ -188,6 +189,26 @@ routes:
 	require.Equal(t, 5*time.Minute, c.Providers[0].Tolerance.D())
 	require.Equal(t, 10*time.Second, c.Routes[0].Timeout.D())
 	require.Equal(t, 10, c.Routes[0].MaxAttempts)
+	require.Equal(t, 100, c.Routes[0].Concurrency)
+}
+
+// A route without concurrency takes worker.concurrency, whatever it is.
+func TestParseRouteConcurrency(t *testing.T) {
+	t.Parallel()
+
+	c, err := Parse([]byte(`
+worker: {concurrency: 7}
+providers:
+  - {name: stripe, scheme: stripe, secrets_env: [S]}
+routes:
+  - {name: inherits, provider: stripe, events: ["*"], url: "http://a.internal/"}
+  - {name: own, provider: stripe, events: ["*"], url: "http://a.internal/", concurrency: 2}
+  - {name: more, provider: stripe, events: ["*"], url: "http://a.internal/", concurrency: 50}
+`))
+	require.NoError(t, err)
+	require.Equal(t, 7, c.Routes[0].Concurrency)
+	require.Equal(t, 2, c.Routes[1].Concurrency)
+	require.Equal(t, 50, c.Routes[2].Concurrency, "a route may run more at once than the worker's default")
 }
 
 func TestParseKeepsEveryKey(t *testing.T) {
@@ -229,6 +250,7 @@ routes:
     backoff: { initial: 500ms, max: 2m }
     signing_secret_env: ACME_ORDERS_SIGNING_SECRET
     business_key: [type, "json:order.id", "header:X-Acme-Shop"]
+    concurrency: 4
 `))
 	require.NoError(t, err)
 	require.Equal(t, &Config{
@@ -264,6 +286,7 @@ routes:
 			Backoff:          Backoff{Initial: Duration(500 * time.Millisecond), Max: Duration(2 * time.Minute)},
 			SigningSecretEnv: "ACME_ORDERS_SIGNING_SECRET",
 			BusinessKey:      []string{"type", "json:order.id", "header:X-Acme-Shop"},
+			Concurrency:      4,
 		}},
 	}, c)
 }
@@ -475,6 +498,7 @@ func TestExampleFile(t *testing.T) {
 			Timeout:     Duration(10 * time.Second),
 			MaxAttempts: 5,
 			Backoff:     Backoff{Initial: Duration(time.Second), Max: Duration(time.Minute)},
+			Concurrency: 10,
 		}, demo)
 
 		ship, ok := c.Route("ship-order")
@@ -512,7 +536,7 @@ func TestExampleFile(t *testing.T) {
 			require.Contains(t, provider, k, "providers[0].%s", k)
 		}
 		route := doc["routes"].([]any)[0].(map[string]any)
-		for _, k := range []string{"name", "provider", "events", "url", "timeout", "max_attempts", "backoff"} {
+		for _, k := range []string{"name", "provider", "events", "url", "timeout", "max_attempts", "backoff", "concurrency"} {
 			require.Contains(t, route, k, "routes[0].%s", k)
 		}
 		// Optional keys are shown commented out; HMACExampleIsValid checks

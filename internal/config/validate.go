@@ -101,6 +101,7 @@ func (c *Config) Validate() error {
 		}
 		v.validBusinessKey(key+".business_key", r.BusinessKey)
 	}
+	c.validateConcurrency(&v)
 	return v.err()
 }
 

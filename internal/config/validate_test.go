@@ -586,6 +586,31 @@ func TestValidate(t *testing.T) {
 			want:   []string{"worker.concurrency: must be at least 1, got -4"},
 		},
 		{
+			name: "ConcurrencyAboveRiversLimit",
+			mutate: func(c *Config) {
+				c.Worker.Concurrency, c.Routes[0].Concurrency, c.Routes[1].Concurrency = 10_001, 10_001, 10_001
+			},
+			want: []string{"worker.concurrency: must be at most 10000, got 10001"},
+		},
+		{
+			name:   "RouteConcurrencyOne",
+			mutate: func(c *Config) { c.Routes[0].Concurrency = 1 },
+		},
+		{
+			name:   "RouteConcurrencyAtRiversLimit",
+			mutate: func(c *Config) { c.Routes[1].Concurrency = 10_000 },
+		},
+		{
+			name:   "RouteConcurrencyNegative",
+			mutate: func(c *Config) { c.Routes[0].Concurrency = -2 },
+			want:   []string{"routes[0].concurrency: must be between 1 and 10000, got -2"},
+		},
+		{
+			name:   "RouteConcurrencyAboveRiversLimit",
+			mutate: func(c *Config) { c.Routes[1].Concurrency = 10_001 },
+			want:   []string{"routes[1].concurrency: must be between 1 and 10000, got 10001"},
+		},
+		{
 			// The timeout comparison is skipped: rescue_after is what is wrong.
 			name:   "RescueAfterZero",
 			mutate: func(c *Config) { c.Worker.RescueAfter = 0 },

@@ -83,6 +83,7 @@ type route struct {
 	max         time.Duration // backoff; default 1s
 	signed      bool
 	businessKey []string // business_key sources; none when nil
+	concurrency int      // default worker.concurrency
 }
 
 // setting overrides one worker setting of a stack's config.
@@ -128,6 +129,9 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		if r.businessKey != nil {
 			sources, _ := json.Marshal(r.businessKey)
 			fmt.Fprintf(&b, "    business_key: %s\n", sources)
+		}
+		if r.concurrency != 0 {
+			fmt.Fprintf(&b, "    concurrency: %d\n", r.concurrency)
 		}
 		if r.signed {
 			b.WriteString("    signing_secret_env: E2E_ROUTE_SECRET\n")

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+const routesUsage = `worker routes list [--json]
+       worker routes pause NAME
+       worker routes resume NAME`
+
+// routesCommand is `worker routes`: each route's backlog and state, and
+// pausing and resuming one route across every worker through River's queue
+// pause. They need DATABASE_URL and the config file, but no secrets. common
+// holds the flags given before `routes`, which the command's own override.
+type routesCommand struct {
+	common cli.Common
+	env    cli.Env
+}
+
+// Run dispatches to the command that args name after any common flags.
+func (c *routesCommand) Run(ctx context.Context, args []string) error {
+	common := c.common
+	fs := cli.NewFlagSet("worker routes", routesUsage, c.env, &common)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("routes needs a command: list, pause or resume (see worker routes --help)")
+	}
+	command, rest := fs.Arg(0), fs.Args()[1:]
+	switch command {
+	case "list":
+		return (&routesListCommand{common, c.env}).Run(ctx, rest)
+	case "pause":
+		return (&routesPauseCommand{common, c.env, true}).Run(ctx, rest)
+	case "resume":
+		return (&routesPauseCommand{common, c.env, false}).Run(ctx, rest)
+	case "help":
+		fs.Usage()
+		return cli.ErrHelp
+	}
+	return fmt.Errorf("unknown routes command %q: want list, pause or resume (see worker routes --help)", command)
+}
+
+// routesDB is what a routes command works with.
+type routesDB struct {
+	cfg    *config.Config
+	store  *claim.Store
+	queues *river.Client[pgx.Tx] // insert-only, never started: pauses, resumes and reads queues
+	pool   *pgxpool.Pool
+}
+
+func openRoutes(ctx context.Context, common cli.Common, env cli.Env) (*routesDB, error) {
+	cfg, err := cli.LoadConfig(common, env)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := cli.OpenPool(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("creating job client: %w", err)
+	}
+	return &routesDB{cfg: cfg, store: claim.NewStore(pool, client, cfg.MaxAttempts), queues: client, pool: pool}, nil
+}
+
+// routeView is one route as `routes list` prints it.
+type routeView struct {
+	claim.RouteState
+	Concurrency int `json:"concurrency"`
+	Backlog     int `json:"backlog"`
+}
+
+// routesListCommand is `worker routes list`.
+type routesListCommand struct {
+	common cli.Common
+	env    cli.Env
+}
+
+// Run prints each configured route's deliveries, backlog and state, as a
+// table or as JSON lines.
+func (c *routesListCommand) Run(ctx context.Context, args []string) error {
+	const use = "worker routes list [--json]"
+	var (
+		common = c.common
+		env    = c.env
+		asJSON bool
+	)
+	fs := cli.NewFlagSet("worker routes list", use, env, &common)
+	fs.BoolVar(&asJSON, "json", false, "one JSON object per line instead of a table")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q (usage: %s)", rest[0], use)
+	}
+	db, err := openRoutes(ctx, common, env)
+	if err != nil {
+		return err
+	}
+	defer db.pool.Close()
+	states, err := db.store.RouteStates(ctx, db.queues, routeNames(db.cfg))
+	if err != nil {
+		return err
+	}
+	views := make([]routeView, len(states))
+	for i, st := range states {
+		views[i] = routeView{RouteState: st, Concurrency: db.cfg.Routes[i].Concurrency, Backlog: st.Backlog()}
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		for _, v := range views {
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE")
+	for _, v := range views {
+		state := "active"
+		if v.Paused {
+			state = "paused since " + stamp(v.PausedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", v.Route, state, v.Concurrency,
+			v.Processing, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue)
+	}
+	return tw.Flush()
+}
+
+// routesPauseCommand is `worker routes pause` (pause true) and `worker
+// routes resume`.
+type routesPauseCommand struct {
+	common cli.Common
+	env    cli.Env
+	pause  bool
+}
+
+// Run pauses or resumes the route args name.
+func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
+	verb, env, pause, common := "resume", c.env, c.pause, c.common
+	if pause {
+		verb = "pause"
+	}
+	use := "worker routes " + verb + " NAME"
+	fs := cli.NewFlagSet("worker routes "+verb, use, env, &common)
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("routes %s takes one route NAME (usage: %s)", verb, use)
+	}
+	name := rest[0]
+	db, err := openRoutes(ctx, common, env)
+	if err != nil {
+		return err
+	}
+	defer db.pool.Close()
+	if _, ok := db.cfg.Route(name); !ok {
+		return fmt.Errorf("no route %q in the configuration (routes: %s)", cut(name, 64), strings.Join(routeNames(db.cfg), ", "))
+	}
+	if pause {
+		if err := db.store.PauseRoute(ctx, db.queues, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "paused route %s (queue %s): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
+			name, claim.Queue(name))
+		return nil
+	}
+	was, err := db.store.ResumeRoute(ctx, db.queues, name)
+	if err != nil {
+		return err
+	}
+	if !was {
+		fmt.Fprintf(env.Stdout, "route %s was not paused\n", name)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "resumed route %s (queue %s): workers take its queued deliveries again\n", name, claim.Queue(name))
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// TestRoutesCommands runs the routes commands with only DATABASE_URL and
+// the config file, as operators would where secrets are not at hand.
+func TestRoutesCommands(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	cfgPath := writeConfig(t, "http://127.0.0.1:1")
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath})
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	for _, id := range []string{"evt_1", "evt_2"} {
+		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(`{}`)},
+			[]string{"ship"}, true)
+		require.NoError(t, err)
+	}
+	routes := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, run(t.Context(), append([]string{"worker", "routes"}, args...), env, &out, io.Discard))
+		return out.String()
+	}
+
+	lines := strings.Split(strings.TrimSpace(routes("list")), "\n")
+	require.Len(t, lines, 2, lines)
+	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE$`, lines[0])
+	require.Regexp(t, `^ship\s+active\s+4\s+2\s+0\s+2\s+0\s+0\s+route-ship$`, lines[1])
+
+	// The config file may be named before the subcommand, too.
+	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
+	for _, args := range [][]string{
+		{"worker", "--config", cfgPath, "routes", "list"},
+		{"worker", "routes", "--config", cfgPath, "list"},
+		{"worker", "routes", "list", "--config", cfgPath},
+	} {
+		var again bytes.Buffer
+		require.NoError(t, run(t.Context(), args, noConfigEnv, &again, io.Discard), args)
+		require.Equal(t, strings.Join(lines, "\n")+"\n", again.String(), args)
+	}
+
+	require.Equal(t, "paused route ship (queue route-ship): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
+		routes("pause", "ship"))
+	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+4\s+2\s+0\s+2\s`, routes("list"))
+	var v struct {
+		Route       string `json:"route"`
+		Queue       string `json:"queue"`
+		Concurrency int    `json:"concurrency"`
+		Processing  int    `json:"processing"`
+		Failed      int    `json:"failed"`
+		Backlog     int    `json:"backlog"`
+		Available   int    `json:"available"`
+		Paused      bool   `json:"paused"`
+		PausedAt    string `json:"paused_at"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(routes("list", "--json")), &v))
+	require.Equal(t, "ship", v.Route)
+	require.Equal(t, "route-ship", v.Queue)
+	require.Equal(t, 4, v.Concurrency, "worker.concurrency, as the route sets none")
+	require.Equal(t, 2, v.Processing)
+	require.Equal(t, 2, v.Backlog)
+	require.Equal(t, 2, v.Available)
+	require.True(t, v.Paused)
+	require.NotEmpty(t, v.PausedAt)
+
+	require.Equal(t, "resumed route ship (queue route-ship): workers take its queued deliveries again\n", routes("resume", "ship"))
+	require.Equal(t, "route ship was not paused\n", routes("resume", "ship"))
+	require.Regexp(t, `(?m)^ship\s+active\s`, routes("list"))
+}
+
+func TestRoutesErrors(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NoCommand", nil, "routes needs a command: list, pause or resume"},
+		{"UnknownCommand", []string{"drain"}, `unknown routes command "drain": want list, pause or resume`},
+		{"PauseUnknownRoute", []string{"pause", "shipp"}, `no route "shipp" in the configuration (routes: ship)`},
+		{"ResumeUnknownRoute", []string{"resume", "mail"}, `no route "mail" in the configuration (routes: ship)`},
+		{"PauseNeedsName", []string{"pause"}, "routes pause takes one route NAME"},
+		{"ResumeOneName", []string{"resume", "ship", "mail"}, "routes resume takes one route NAME"},
+		{"ListNoArguments", []string{"list", "ship"}, `unexpected argument "ship"`},
+		{"ListenAfterRoutes", []string{"--listen", "127.0.0.1:0", "list"}, "flag provided but not defined: -listen"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := run(t.Context(), append([]string{"worker", "routes"}, tt.args...), env, io.Discard, io.Discard)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	t.Run("ListenIsForServing", func(t *testing.T) {
+		t.Parallel()
+		err := run(t.Context(), []string{"worker", "--listen", "127.0.0.1:0", "routes", "list"}, env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "--listen applies only when serving, not to routes")
+	})
+}

@@ -1,0 +1,247 @@
+package claim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Each route's delivery jobs live on a River queue of the route's own, so
+// that River's per-queue MaxWorkers bounds the attempts in flight to it and
+// River's queue pause stops them. The default queue keeps the reconciler's
+// periodic job, the jobs of routes no longer configured (the worker fails
+// those with the reason) and jobs inserted before route queues existed.
+
+const (
+	// routeQueuePrefix starts the readable form of a route's queue name.
+	routeQueuePrefix = "route-"
+	// hashedQueuePrefix starts the hashed form, for route names that are
+	// not valid in a queue name. It differs from routeQueuePrefix in its
+	// sixth byte, so the two forms never collide.
+	hashedQueuePrefix = "routeh-"
+	// maxQueueName is River's limit on a queue name's length.
+	maxQueueName = 64
+)
+
+// queueNameRE is River's rule for queue names (river.validateQueueName):
+// lower-case letters and digits, runs separated by one _, | or -.
+var queueNameRE = regexp.MustCompile(`^(?:[a-z0-9])+(?:[_|\-]?[a-z0-9]+)*$`)
+
+// Queue returns the River queue of route's delivery jobs: "route-" + the
+// route's name where that is a valid queue name (e.g. route-ship-order),
+// else "routeh-" + 32 hex digits of the name's SHA-256 (names with "--",
+// "__" or a trailing - or _, and names over 58 characters). It is a pure
+// function of the name, so every process, every insert path and every
+// version of hookgate agree on it; distinct names get distinct queues.
+func Queue(route string) string {
+	if q := routeQueuePrefix + route; len(q) <= maxQueueName && queueNameRE.MatchString(q) {
+		return q
+	}
+	sum := sha256.Sum256([]byte(route))
+	return hashedQueuePrefix + hex.EncodeToString(sum[:16])
+}
+
+// deliveryJob is the insert of the delivery job of one event for route,
+// for every path that enqueues one (claim, reopen, retry, reconcile): on the
+// route's queue with its max_attempts, or, for a route that is not
+// configured (max_attempts 0), on the default queue with River's default,
+// where a worker still takes it and fails the delivery with the reason.
+func (s *Store) deliveryJob(provider, eventID, route string) river.InsertManyParams {
+	opts := &river.InsertOpts{MaxAttempts: s.limit(route), Queue: river.QueueDefault}
+	if opts.MaxAttempts > 0 {
+		opts.Queue = Queue(route)
+	}
+	return river.InsertManyParams{
+		Args:       DeliveryArgs{Provider: provider, EventID: eventID, Route: route},
+		InsertOpts: opts,
+	}
+}
+
+// moveBatch is how many jobs one statement of MoveJobsToRouteQueues moves,
+// so that a large backlog is never locked by one long transaction.
+const moveBatch = 1000
+
+// moveJobsSQL moves up to $3 waiting delivery jobs that are not on their
+// route's queue to it: the queue $2 pairs with their route in $1, or the
+// default queue for a route not listed. Running jobs are left alone, and
+// so are jobs locked at that moment (a worker fetching them): SKIP LOCKED.
+const moveJobsSQL = `
+WITH target AS (
+    SELECT route, queue FROM unnest($1::text[], $2::text[]) AS t(route, queue)
+), moving AS (
+    SELECT j.id, coalesce(t.queue, '` + river.QueueDefault + `') AS queue
+    FROM river_job j LEFT JOIN target t ON t.route = j.args->>'route'
+    WHERE j.kind = '` + DeliveryKind + `'
+      AND j.state IN ('available', 'pending', 'retryable', 'scheduled')
+      AND j.queue <> coalesce(t.queue, '` + river.QueueDefault + `')
+    LIMIT $3
+    FOR UPDATE OF j SKIP LOCKED
+)
+UPDATE river_job j SET queue = moving.queue FROM moving WHERE j.id = moving.id`
+
+// MoveJobsToRouteQueues puts every waiting delivery job on the queue it
+// belongs to given routes, the names of the configured routes: its route's
+// queue, or the default queue for a route not among them. It is how jobs
+// enqueued on the default queue before routes had queues come under their
+// route's concurrency and pause, and how the jobs of a route removed from
+// the configuration reach a queue that workers still work. River has no
+// call that changes a job's queue, so this updates river_job itself; it is
+// safe while workers run. It returns how many jobs it moved.
+func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int, error) {
+	queues := make([]string, len(routes))
+	for i, r := range routes {
+		queues[i] = Queue(r)
+	}
+	moved := 0
+	for {
+		tag, err := s.pool.Exec(ctx, moveJobsSQL, routes, queues, moveBatch)
+		if err != nil {
+			return moved, fmt.Errorf("moving delivery jobs to their routes' queues: %w", err)
+		}
+		moved += int(tag.RowsAffected())
+		if tag.RowsAffected() < moveBatch {
+			return moved, nil
+		}
+	}
+}
+
+// Queues is the part of a River client that reads, pauses and resumes
+// queues. Pause and resume are stored in Postgres, so they hold for every
+// worker process, and River's UI shows them.
+type Queues interface {
+	QueueGet(ctx context.Context, name string) (*rivertype.Queue, error)
+	QueuePause(ctx context.Context, name string, opts *river.QueuePauseOpts) error
+	QueueResume(ctx context.Context, name string, opts *river.QueuePauseOpts) error
+}
+
+// RouteState is one route's deliveries and queue, for `worker routes list`.
+type RouteState struct {
+	Route string `json:"route"`
+	Queue string `json:"queue"`
+	// Processing and Failed count the route's deliveries in those states.
+	Processing int `json:"processing"`
+	Failed     int `json:"failed"`
+	// Available counts its jobs waiting for a worker; Retryable, those
+	// waiting for the time of their next attempt; Running, those being
+	// attempted. Available + Retryable is the backlog.
+	Available int `json:"available"`
+	Retryable int `json:"retryable"`
+	Running   int `json:"running"`
+	// Paused is whether the route's queue is paused, since PausedAt.
+	Paused   bool       `json:"paused"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+}
+
+// Backlog is the route's jobs waiting to run.
+func (r RouteState) Backlog() int { return r.Available + r.Retryable }
+
+// routeDeliveriesSQL counts the processing and failed deliveries of routes.
+// A processing delivery's claim is processing and a failed one's is
+// processing or failed, so it reads deliveries through the claims' status
+// index rather than scanning every delivery ever made.
+const routeDeliveriesSQL = `
+SELECT d.route,
+       count(*) FILTER (WHERE d.status = 'processing'),
+       count(*) FILTER (WHERE d.status = 'failed')
+FROM webhook_event_claims c
+JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
+WHERE c.status IN ('processing', 'failed') AND d.route = ANY($1)
+GROUP BY d.route`
+
+// routeJobsSQL counts the unfinished delivery jobs of routes, on whatever
+// queue they are.
+const routeJobsSQL = `
+SELECT args->>'route',
+       count(*) FILTER (WHERE state = 'available'),
+       count(*) FILTER (WHERE state = 'retryable'),
+       count(*) FILTER (WHERE state = 'running')
+FROM river_job
+WHERE kind = '` + DeliveryKind + `' AND state IN ('available', 'retryable', 'running')
+  AND args->>'route' = ANY($1)
+GROUP BY 1`
+
+// RouteStates returns the state of each of routes, in that order.
+func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]RouteState, error) {
+	states := make([]RouteState, len(routes))
+	byRoute := make(map[string]*RouteState, len(routes))
+	for i, r := range routes {
+		states[i] = RouteState{Route: r, Queue: Queue(r)}
+		byRoute[r] = &states[i]
+	}
+	rows, err := s.pool.Query(ctx, routeDeliveriesSQL, routes)
+	if err != nil {
+		return nil, fmt.Errorf("counting deliveries by route: %w", err)
+	}
+	var route string
+	var processing, failed int
+	if _, err := pgx.ForEachRow(rows, []any{&route, &processing, &failed}, func() error {
+		byRoute[route].Processing, byRoute[route].Failed = processing, failed
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("counting deliveries by route: %w", err)
+	}
+	rows, err = s.pool.Query(ctx, routeJobsSQL, routes)
+	if err != nil {
+		return nil, fmt.Errorf("counting jobs by route: %w", err)
+	}
+	var available, retryable, running int
+	if _, err := pgx.ForEachRow(rows, []any{&route, &available, &retryable, &running}, func() error {
+		st := byRoute[route]
+		st.Available, st.Retryable, st.Running = available, retryable, running
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("counting jobs by route: %w", err)
+	}
+	for i := range states {
+		queue, err := q.QueueGet(ctx, states[i].Queue)
+		if errors.Is(err, rivertype.ErrNotFound) {
+			continue // no worker has run it yet, and it was never paused
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading queue %s of route %s: %w", states[i].Queue, states[i].Route, err)
+		}
+		states[i].Paused, states[i].PausedAt = queue.PausedAt != nil, queue.PausedAt
+	}
+	return states, nil
+}
+
+// PauseRoute pauses route's queue: every worker finishes the attempts it
+// has in flight to the route and starts no new ones, while ingest keeps
+// enqueueing. Waiting jobs keep their attempts. A queue no worker has run
+// yet is registered first, as a worker would at start, so that workers
+// started later begin paused.
+func (s *Store) PauseRoute(ctx context.Context, q Queues, route string) error {
+	name := Queue(route)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO river_queue (name, created_at, updated_at) VALUES ($1, now(), now())
+ON CONFLICT (name) DO NOTHING`, name); err != nil {
+		return fmt.Errorf("registering queue %s of route %s: %w", name, route, err)
+	}
+	if err := q.QueuePause(ctx, name, nil); err != nil {
+		return fmt.Errorf("pausing queue %s of route %s: %w", name, route, err)
+	}
+	return nil
+}
+
+// ResumeRoute resumes route's queue, and reports whether it was paused.
+func (s *Store) ResumeRoute(ctx context.Context, q Queues, route string) (wasPaused bool, err error) {
+	name := Queue(route)
+	queue, err := q.QueueGet(ctx, name)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading queue %s of route %s: %w", name, route, err)
+	}
+	if err := q.QueueResume(ctx, name, nil); err != nil {
+		return false, fmt.Errorf("resuming queue %s of route %s: %w", name, route, err)
+	}
+	return queue.PausedAt != nil, nil
+}

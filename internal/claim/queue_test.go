@@ -1,0 +1,216 @@
+package claim_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// riverQueueName is River's rule for queue names, as River's client checks
+// it at insert: letters and digits in runs separated by one _, | or -, at
+// most 64 characters.
+var riverQueueName = regexp.MustCompile(`^(?:[a-z0-9])+(?:[_|\-]?[a-z0-9]+)*$`)
+
+func TestQueue(t *testing.T) {
+	t.Parallel()
+
+	long := strings.Repeat("a", 63)
+	for _, tt := range []struct{ route, want string }{
+		{"ship-order", "route-ship-order"},
+		{"ship_order", "route-ship_order"},
+		{"s", "route-s"},
+		{"0", "route-0"},
+		{"default", "route-default"},
+		{strings.Repeat("a", 58), "route-" + strings.Repeat("a", 58)},
+		// Not valid in a queue name, or too long with the prefix: the first
+		// 16 bytes of the name's SHA-256, in hex.
+		{"ship--order", "routeh-17ddc9489b1695ed8d2ff781fd5bbcfc"},
+		{"ship-", "routeh-a79afadb9573b14fd35bfc420cd5cd73"},
+		{"ship_", "routeh-64c8eb85908be8806370c4f51da4797b"},
+		{"a-_b", "routeh-0eb1004d621a301d41475a7bc842ef8d"},
+		{strings.Repeat("a", 59), "routeh-111bb261277afd65f0744b247cd3e47d"},
+		{long, "routeh-7d3e74a05d7db15bce4ad9ec0658ea98"},
+	} {
+		t.Run(tt.route, func(t *testing.T) {
+			t.Parallel()
+			got := claim.Queue(tt.route)
+			require.True(t, riverQueueName.MatchString(got), "%q is a valid River queue name", got)
+			require.LessOrEqual(t, len(got), 64)
+			// Pinned: every process and version must agree on a route's queue.
+			require.Equal(t, tt.want, got)
+		})
+	}
+
+	t.Run("DistinctRoutesDistinctQueues", func(t *testing.T) {
+		t.Parallel()
+		seen := map[string]string{}
+		for _, r := range []string{"ship", "ship-", "ship_", "ship--", "h-ship", "ship-order", "ship_order",
+			"ship--order", "ship__order", "default", long, long[:62], long[:58], long[:59]} {
+			q := claim.Queue(r)
+			require.NotContains(t, seen, q, "%q and %q share queue %q", seen[q], r, q)
+			require.NotEqual(t, river.QueueDefault, q)
+			seen[q] = r
+		}
+	})
+
+	t.Run("RiverAcceptsIt", func(t *testing.T) {
+		t.Parallel()
+		tx := dbtest.Tx(t)
+		client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
+		require.NoError(t, err)
+		for _, r := range []string{"ship-order", "ship--order", long} {
+			_, err := client.InsertTx(t.Context(), tx, claim.DeliveryArgs{Provider: "p", EventID: "e", Route: r},
+				&river.InsertOpts{Queue: claim.Queue(r)})
+			require.NoError(t, err, "route %q", r)
+		}
+	})
+}
+
+// queueOfJob returns the queue of the stripe delivery job of id for route.
+func (b *bundle) queueOfJob(t *testing.T, id, route string) string {
+	t.Helper()
+	var q string
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT queue FROM river_job
+WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route' = $2`, id, route).Scan(&q))
+	return q
+}
+
+func TestMoveJobsToRouteQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	const onDefault = `UPDATE river_job SET queue = 'default'`
+
+	// Enqueued before routes had queues: on the default queue.
+	b.claimed(t, "evt_old", "ship", "mail")
+	b.job(t, "evt_old", "ship", onDefault)
+	b.job(t, "evt_old", "mail", onDefault+`, state = 'retryable', scheduled_at = now() + interval '1 minute'`)
+	// Being attempted on the default queue: left where it runs.
+	b.claimed(t, "evt_running", "ship")
+	b.job(t, "evt_running", "ship", onDefault+`, state = 'running', attempt = 1, attempted_at = now()`)
+	// Already on its queue.
+	b.claimed(t, "evt_new", "ship")
+	// On the queue of a route that is no longer configured: to the default
+	// queue, which workers still work.
+	b.claimed(t, "evt_removed", "ledger")
+	require.Equal(t, claim.Queue("ledger"), b.queueOfJob(t, "evt_removed", "ledger"))
+	// Finished on the default queue: history, left alone.
+	b.claimed(t, "evt_done", "mail")
+	b.job(t, "evt_done", "mail", onDefault+`, state = 'completed', attempt = 1, finalized_at = now()`)
+
+	configured := []string{"ship", "mail"}
+	moved, err := b.store.MoveJobsToRouteQueues(ctx, configured)
+	require.NoError(t, err)
+	require.Equal(t, 3, moved)
+	require.Equal(t, claim.Queue("ship"), b.queueOfJob(t, "evt_old", "ship"))
+	require.Equal(t, claim.Queue("mail"), b.queueOfJob(t, "evt_old", "mail"))
+	require.Equal(t, river.QueueDefault, b.queueOfJob(t, "evt_running", "ship"))
+	require.Equal(t, claim.Queue("ship"), b.queueOfJob(t, "evt_new", "ship"))
+	require.Equal(t, river.QueueDefault, b.queueOfJob(t, "evt_removed", "ledger"))
+	require.Equal(t, river.QueueDefault, b.queueOfJob(t, "evt_done", "mail"))
+
+	moved, err = b.store.MoveJobsToRouteQueues(ctx, configured)
+	require.NoError(t, err)
+	require.Zero(t, moved, "nothing left to move")
+
+	t.Run("MovesABacklogInBatches", func(t *testing.T) {
+		client, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{TestOnly: true})
+		require.NoError(t, err)
+		const n = 2500 // more than two batches
+		params := make([]river.InsertManyParams, n)
+		for i := range params {
+			params[i] = river.InsertManyParams{
+				Args:       claim.DeliveryArgs{Provider: "stripe", EventID: fmt.Sprintf("evt_backlog_%d", i), Route: "ship"},
+				InsertOpts: &river.InsertOpts{Queue: river.QueueDefault},
+			}
+		}
+		_, err = client.InsertMany(ctx, params)
+		require.NoError(t, err)
+		moved, err := b.store.MoveJobsToRouteQueues(ctx, configured)
+		require.NoError(t, err)
+		require.Equal(t, n, moved)
+		var left int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job
+WHERE args->>'route' = 'ship' AND queue = 'default' AND state = 'available'`).Scan(&left))
+		require.Zero(t, left)
+	})
+}
+
+func TestRouteStates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	queues, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+
+	// ship: two deliveries waiting, one running, one failed, one completed.
+	b.claimed(t, "evt_1", "ship", "mail")
+	b.claimed(t, "evt_2", "ship")
+	b.claimed(t, "evt_3", "ship")
+	b.job(t, "evt_3", "ship", `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()`)
+	b.claimed(t, "evt_4", "ship")
+	b.record(t, key("evt_4", "ship"), reject)
+	b.job(t, "evt_4", "ship", completeJob)
+	b.claimed(t, "evt_5", "ship")
+	b.record(t, key("evt_5", "ship"), success)
+	b.job(t, "evt_5", "ship", completeJob)
+	// mail: evt_1's delivery waits for a retry; one is queued on the
+	// default queue from before routes had queues.
+	b.record(t, key("evt_1", "mail"), retry)
+	b.job(t, "evt_1", "mail", `UPDATE river_job SET state = 'retryable', attempt = 1, scheduled_at = now() + interval '1 minute'`)
+	b.claimed(t, "evt_6", "mail")
+	b.job(t, "evt_6", "mail", `UPDATE river_job SET queue = 'default'`)
+
+	states, err := b.store.RouteStates(ctx, queues, []string{"ship", "mail", "ledger"})
+	require.NoError(t, err)
+	require.Equal(t, []claim.RouteState{
+		{Route: "ship", Queue: "route-ship", Processing: 3, Failed: 1, Available: 2, Running: 1},
+		{Route: "mail", Queue: "route-mail", Processing: 2, Available: 1, Retryable: 1},
+		{Route: "ledger", Queue: "route-ledger"},
+	}, states)
+	require.Equal(t, 2, states[0].Backlog())
+	require.Equal(t, 2, states[1].Backlog())
+
+	t.Run("PauseAndResume", func(t *testing.T) {
+		// mail's queue was never run by a worker: pausing registers it.
+		_, err := queues.QueueGet(ctx, claim.Queue("mail"))
+		require.ErrorIs(t, err, rivertype.ErrNotFound)
+		require.NoError(t, b.store.PauseRoute(ctx, queues, "mail"))
+		q, err := queues.QueueGet(ctx, claim.Queue("mail"))
+		require.NoError(t, err)
+		require.NotNil(t, q.PausedAt, "paused in River's own queue table")
+		require.NoError(t, b.store.PauseRoute(ctx, queues, "mail"), "pausing twice is harmless")
+
+		states, err := b.store.RouteStates(ctx, queues, []string{"ship", "mail"})
+		require.NoError(t, err)
+		require.False(t, states[0].Paused)
+		require.True(t, states[1].Paused)
+		require.NotNil(t, states[1].PausedAt)
+		require.Equal(t, 2, states[1].Backlog(), "pausing keeps the backlog")
+
+		was, err := b.store.ResumeRoute(ctx, queues, "mail")
+		require.NoError(t, err)
+		require.True(t, was)
+		q, err = queues.QueueGet(ctx, claim.Queue("mail"))
+		require.NoError(t, err)
+		require.Nil(t, q.PausedAt)
+		was, err = b.store.ResumeRoute(ctx, queues, "mail")
+		require.NoError(t, err)
+		require.False(t, was, "it was not paused any more")
+		was, err = b.store.ResumeRoute(ctx, queues, "ledger")
+		require.NoError(t, err)
+		require.False(t, was, "a queue never run nor paused")
+
+		_, ds := b.get(t, "evt_6")
+		require.Zero(t, ds["mail"].AttemptCount, "pause and resume count no attempt")
+	})
+}
