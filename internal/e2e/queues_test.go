@@ -38,7 +38,7 @@ func (s *stack) burst(ingest *proc, prefix string, n int) []event {
 
 // waitDeliveries polls until n deliveries of route whose event ids start
 // with prefix have status want.
-func (s *stack) waitDeliveries(route, prefix string, want claim.Status, n int, timeout time.Duration) {
+func (s *stack) waitDeliveries(route, prefix string, want claim.DeliveryStatus, n int, timeout time.Duration) {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -102,7 +102,7 @@ func TestRouteConcurrency(t *testing.T) {
 
 	t.Run("OneWorker", func(t *testing.T) {
 		events := s.burst(ingest, "evt_one", 50)
-		s.waitDeliveries("limited", "evt_one", claim.Completed, 50, 60*time.Second)
+		s.waitDeliveries("limited", "evt_one", claim.DeliveryCompleted, 50, 60*time.Second)
 		require.EqualValues(t, 2, g.peak.Load(), "at most the route's concurrency in flight, and that many used")
 		for _, e := range events {
 			require.Len(t, s.down.callsFor(key(e.id, "limited")), 1, "%s delivered once", e.id)
@@ -113,7 +113,7 @@ func TestRouteConcurrency(t *testing.T) {
 		second := s.worker()
 		g.peak.Store(0)
 		events := s.burst(ingest, "evt_two", 50)
-		s.waitDeliveries("limited", "evt_two", claim.Completed, 50, 60*time.Second)
+		s.waitDeliveries("limited", "evt_two", claim.DeliveryCompleted, 50, 60*time.Second)
 		t.Logf("at most %d requests in flight with two workers", g.peak.Load())
 		require.LessOrEqual(t, g.peak.Load(), int32(2*2), "the route's concurrency per worker process")
 		for _, e := range events {
@@ -168,7 +168,7 @@ func TestRoutePause(t *testing.T) {
 	}
 
 	events := s.burst(ingest, "evt_paused", 20)
-	s.waitDeliveries("live", "evt_paused", claim.Completed, 20, settle)
+	s.waitDeliveries("live", "evt_paused", claim.DeliveryCompleted, 20, settle)
 	for _, e := range events {
 		require.Empty(t, s.down.callsFor(key(e.id, "held")), "nothing reaches a paused route")
 		_, ds := s.waitStatus(e.id, claim.Processing, settle)
@@ -238,7 +238,7 @@ func TestRoutePausedBeforeAnyWorker(t *testing.T) {
 
 	w := s.worker()
 	waitLog(t, w, settle, `msg="route paused: no new attempts until it is resumed" queue=route-held route=held`)
-	s.waitDeliveries("live", e.id, claim.Completed, 1, settle)
+	s.waitDeliveries("live", e.id, claim.DeliveryCompleted, 1, settle)
 	require.Empty(t, s.down.callsFor(key(e.id, "held")))
 	require.True(t, s.routesList()["held"].Paused)
 
@@ -310,9 +310,9 @@ func TestJobsOfARemovedRoute(t *testing.T) {
 
 	s.worker()
 	_, ds := s.waitStatus(e.id, claim.Failed, settle)
-	require.Equal(t, claim.Completed, deliveryOf(t, ds, "ship").Status)
+	require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "ship").Status)
 	mailDelivery := deliveryOf(t, ds, "mail")
-	require.Equal(t, claim.Failed, mailDelivery.Status)
+	require.Equal(t, claim.DeliveryFailed, mailDelivery.Status)
 	require.Equal(t, `route "mail" is no longer configured`, mailDelivery.LastError)
 	require.Empty(t, s.down.callsFor(key(e.id, "mail")))
 }
