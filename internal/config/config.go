@@ -61,13 +61,23 @@ type Worker struct {
 	ReconcileInterval Duration `yaml:"reconcile_interval"`
 }
 
-// Retention says how long terminal claims and their payloads are kept.
+// Retention says how long terminal claims and their payloads are kept. Ages
+// count from the moment a claim last became terminal; processing claims are
+// never touched.
 type Retention struct {
 	// Claims: terminal claims older than this are deleted with their
 	// deliveries; a redelivery after that is treated as new. Default 2160h (90 days).
 	Claims Duration `yaml:"claims"`
-	// Payloads: raw bodies of terminal claims are cleared after this. Default 168h (7 days).
+	// Payloads: raw bodies of terminal claims are cleared after this; it
+	// may not exceed Claims. Default 168h (7 days).
 	Payloads Duration `yaml:"payloads"`
+	// Interval is how often the worker applies retention (River's leader
+	// schedules it, so replicas do not multiply it). Default 1h.
+	Interval Duration `yaml:"interval"`
+	// BatchSize is how many claims one retention statement deletes or
+	// clears, each in a short transaction of its own, so that a large
+	// backlog never holds many row locks at once. Default 1000.
+	BatchSize int `yaml:"batch_size"`
 }
 
 // Scheme names accepted in Provider.Scheme.
@@ -237,6 +247,8 @@ func (c *Config) setDefaults() {
 	c.Worker.ReconcileInterval = cmp.Or(c.Worker.ReconcileInterval, Duration(time.Minute))
 	c.Retention.Claims = cmp.Or(c.Retention.Claims, Duration(90*24*time.Hour))
 	c.Retention.Payloads = cmp.Or(c.Retention.Payloads, Duration(7*24*time.Hour))
+	c.Retention.Interval = cmp.Or(c.Retention.Interval, Duration(time.Hour))
+	c.Retention.BatchSize = cmp.Or(c.Retention.BatchSize, 1000)
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		p.Tolerance = cmp.Or(p.Tolerance, Duration(5*time.Minute))

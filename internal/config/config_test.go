@@ -145,8 +145,10 @@ func TestParseDefaults(t *testing.T) {
 			ReconcileInterval: Duration(time.Minute),
 		},
 		Retention: Retention{
-			Claims:   Duration(2160 * time.Hour),
-			Payloads: Duration(168 * time.Hour),
+			Claims:    Duration(2160 * time.Hour),
+			Payloads:  Duration(168 * time.Hour),
+			Interval:  Duration(time.Hour),
+			BatchSize: 1000,
 		},
 		Providers: []Provider{{
 			Name:               "stripe",
@@ -228,6 +230,8 @@ worker:
 retention:
   claims: 720h
   payloads: 24h
+  interval: 10m
+  batch_size: 250
 providers:
   - name: acme
     scheme: hmac
@@ -262,7 +266,8 @@ routes:
 			ShutdownTimeout:   Duration(45 * time.Second),
 			ReconcileInterval: Duration(90 * time.Second),
 		},
-		Retention: Retention{Claims: Duration(720 * time.Hour), Payloads: Duration(24 * time.Hour)},
+		Retention: Retention{Claims: Duration(720 * time.Hour), Payloads: Duration(24 * time.Hour),
+			Interval: Duration(10 * time.Minute), BatchSize: 250},
 		Providers: []Provider{{
 			Name:               "acme",
 			Scheme:             SchemeHMAC,
@@ -401,6 +406,10 @@ func TestParseDurations(t *testing.T) {
 		{"NegativeReconcileInterval", "worker: {reconcile_interval: -1m}\n" + route, "worker.reconcile_interval: must be a positive duration, got -1m0s"},
 		{"NegativeRetentionClaims", "retention: {claims: -1h}\n" + route, "retention.claims: must be a positive duration, got -1h0m0s"},
 		{"NegativeRetentionPayloads", "retention: {payloads: -1h}\n" + route, "retention.payloads: must be a positive duration, got -1h0m0s"},
+		{"NegativeRetentionInterval", "retention: {interval: -1h}\n" + route, "retention.interval: must be a positive duration, got -1h0m0s"},
+		{"NegativeRetentionBatchSize", "retention: {batch_size: -1}\n" + route, "retention.batch_size: must be between 1 and 100000, got -1"},
+		{"PayloadsDefaultOutlivesClaims", "retention: {claims: 24h}\n" + route,
+			"retention.payloads: 168h0m0s is longer than retention.claims (24h0m0s): a payload cannot outlive its claim"},
 
 		// And negative numbers likewise.
 		{"NegativeMaxAttempts", route + "    max_attempts: -1\n", "routes[0].max_attempts: must be at least 1, got -1"},
@@ -523,7 +532,7 @@ func TestExampleFile(t *testing.T) {
 		for section, keys := range map[string][]string{
 			"ingest":    {"listen", "max_body_bytes", "claim_timeout"},
 			"worker":    {"listen", "concurrency", "rescue_after", "shutdown_timeout", "reconcile_interval"},
-			"retention": {"claims", "payloads"},
+			"retention": {"claims", "payloads", "interval", "batch_size"},
 		} {
 			m, ok := doc[section].(map[string]any)
 			require.True(t, ok, "section %s", section)

@@ -19,6 +19,10 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // envRE is a portable environment variable name.
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// maxRetentionBatch bounds retention.batch_size: a batch is one statement
+// holding that many row locks, and the point of batching is to keep it short.
+const maxRetentionBatch = 100000
+
 var schemes = []string{SchemeStripe, SchemeGitHub, SchemeShopify, SchemeStandardWebhooks, SchemeHMAC}
 
 // Validate checks the whole configuration and reports every problem found,
@@ -37,6 +41,14 @@ func (c *Config) Validate() error {
 	v.positive("worker.reconcile_interval", c.Worker.ReconcileInterval)
 	v.positive("retention.claims", c.Retention.Claims)
 	v.positive("retention.payloads", c.Retention.Payloads)
+	if c.Retention.Payloads > c.Retention.Claims && c.Retention.Claims > 0 {
+		v.add("retention.payloads", "%s is longer than retention.claims (%s): a payload cannot outlive its claim",
+			c.Retention.Payloads.D(), c.Retention.Claims.D())
+	}
+	v.positive("retention.interval", c.Retention.Interval)
+	if c.Retention.BatchSize < 1 || c.Retention.BatchSize > maxRetentionBatch {
+		v.add("retention.batch_size", "must be between 1 and %d, got %d", maxRetentionBatch, c.Retention.BatchSize)
+	}
 
 	if len(c.Providers) == 0 {
 		v.add("providers", "at least one provider is required")

@@ -636,6 +636,34 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Retention.Payloads = Duration(-time.Hour) },
 			want:   []string{"retention.payloads: must be a positive duration, got -1h0m0s"},
 		},
+		{
+			name:   "RetentionInSeconds",
+			mutate: func(c *Config) { c.Retention = Retention{Claims: Duration(2 * time.Second), Payloads: Duration(time.Second), Interval: Duration(time.Second), BatchSize: 1} },
+		},
+		{
+			name:   "RetentionPayloadsEqualClaims",
+			mutate: func(c *Config) { c.Retention.Payloads = c.Retention.Claims },
+		},
+		{
+			name:   "RetentionPayloadsLongerThanClaims",
+			mutate: func(c *Config) { c.Retention.Payloads = c.Retention.Claims + Duration(time.Second) },
+			want:   []string{"retention.payloads: 2160h0m1s is longer than retention.claims (2160h0m0s): a payload cannot outlive its claim"},
+		},
+		{
+			name:   "RetentionIntervalZero",
+			mutate: func(c *Config) { c.Retention.Interval = 0 },
+			want:   []string{"retention.interval: must be a positive duration, got 0s"},
+		},
+		{
+			name:   "RetentionBatchSizeZero",
+			mutate: func(c *Config) { c.Retention.BatchSize = 0 },
+			want:   []string{"retention.batch_size: must be between 1 and 100000, got 0"},
+		},
+		{
+			name:   "RetentionBatchSizeHuge",
+			mutate: func(c *Config) { c.Retention.BatchSize = 100001 },
+			want:   []string{"retention.batch_size: must be between 1 and 100000, got 100001"},
+		},
 	}
 
 	// Each hmac-only key is rejected on every other scheme.
