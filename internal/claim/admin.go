@@ -21,6 +21,9 @@ type Claim struct {
 	FirstSeenAt  time.Time  `json:"first_seen_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+	// TerminalAt is when the claim last became terminal, the moment
+	// retention ages it from; nil while it is processing.
+	TerminalAt *time.Time `json:"terminal_at,omitempty"`
 }
 
 // Filter narrows List. Zero values match everything.
@@ -32,12 +35,12 @@ type Filter struct {
 }
 
 const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
-    coalesce(last_error, ''), first_seen_at, updated_at, completed_at`
+    coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
 
 func scanClaim(row pgx.Row) (Claim, error) {
 	var c Claim
 	err := row.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
-		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt)
+		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt)
 	return c, err
 }
 

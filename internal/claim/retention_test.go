@@ -1,0 +1,367 @@
+package claim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// Retention of the tests: payloads cleared after a day, claims deleted
+// after ten.
+var policy = claim.Retention{Claims: 10 * 24 * time.Hour, Payloads: 24 * time.Hour, BatchSize: 2}
+
+// Ages relative to policy.
+const (
+	young = time.Hour            // kept whole
+	mid   = 5 * 24 * time.Hour   // payload cleared, claim kept
+	old   = 100 * 24 * time.Hour // deleted
+)
+
+// terminalAgo makes a stripe claim look terminal for ago.
+func (b *bundle) terminalAgo(t *testing.T, id string, ago time.Duration) {
+	t.Helper()
+	b.exec(t, `UPDATE webhook_event_claims SET terminal_at = now() - make_interval(secs => $2)
+WHERE provider = 'stripe' AND event_id = $1 AND terminal_at IS NOT NULL`, id, ago.Seconds())
+}
+
+// stored reports whether a stripe claim exists, whether it still holds its
+// payload, and how many deliveries it has.
+func (b *bundle) stored(t *testing.T, id string) (exists, payload bool, deliveries int) {
+	t.Helper()
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `
+SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = $1),
+       EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = $1 AND payload IS NOT NULL),
+       (SELECT count(*) FROM webhook_deliveries WHERE provider = 'stripe' AND event_id = $1)`, id).
+		Scan(&exists, &payload, &deliveries))
+	return exists, payload, deliveries
+}
+
+func TestTerminalAt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := time.Now()
+
+	b.claimed(t, "evt_a", "ship", "mail")
+	c, _ := b.get(t, "evt_a")
+	require.Nil(t, c.TerminalAt, "a processing claim has no terminal time")
+
+	b.record(t, key("evt_a", "ship"), success)
+	c, _ = b.get(t, "evt_a")
+	require.Nil(t, c.TerminalAt, "still processing: mail is not done")
+
+	b.record(t, key("evt_a", "mail"), reject)
+	c, _ = b.get(t, "evt_a")
+	require.Equal(t, claim.Failed, c.Status)
+	require.NotNil(t, c.TerminalAt)
+	require.WithinDuration(t, before, *c.TerminalAt, time.Minute)
+
+	b.terminalAgo(t, "evt_a", old)
+	_, err := b.store.Reopen(t.Context(), "stripe", "evt_a", false)
+	require.NoError(t, err)
+	c, _ = b.get(t, "evt_a")
+	require.Nil(t, c.TerminalAt, "a reopen clears it")
+
+	b.record(t, key("evt_a", "mail"), success)
+	c, _ = b.get(t, "evt_a")
+	require.Equal(t, claim.Completed, c.Status)
+	require.NotNil(t, c.TerminalAt)
+	require.WithinDuration(t, time.Now(), *c.TerminalAt, time.Minute, "ages afresh from the second settling")
+
+	res, err := b.store.Claim(t.Context(), event("evt_ignored"), nil, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	c, _ = b.get(t, "evt_ignored")
+	require.NotNil(t, c.TerminalAt, "an ignored claim is terminal from its insert")
+
+	// Rewriting a terminal status unchanged keeps the time.
+	b.terminalAgo(t, "evt_ignored", old)
+	c, _ = b.get(t, "evt_ignored")
+	b.exec(t, `UPDATE webhook_event_claims SET status = status WHERE event_id = 'evt_ignored'`)
+	after, _ := b.get(t, "evt_ignored")
+	require.Equal(t, c.TerminalAt, after.TerminalAt)
+
+	// The database refuses a terminal claim without the time.
+	_, err = b.db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET terminal_at = NULL WHERE event_id = 'evt_ignored'`)
+	require.ErrorContains(t, err, "webhook_event_claims_terminal_at_check")
+}
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	settled := func(id string, r claim.AttemptResult, ago time.Duration, routes ...string) {
+		b.claimed(t, id, routes...)
+		for _, route := range routes {
+			b.record(t, key(id, route), r)
+		}
+		b.terminalAgo(t, id, ago)
+	}
+	ignored := func(id string, ago time.Duration) {
+		_, err := b.store.Claim(t.Context(), event(id), nil, true)
+		require.NoError(t, err)
+		b.terminalAgo(t, id, ago)
+	}
+	// Deleted: old terminal claims of every terminal status, more than a batch.
+	settled("evt_old_completed", success, old, "ship", "mail")
+	settled("evt_old_failed", reject, old, "ship")
+	settled("evt_old_failed_2", reject, old+time.Hour, "mail")
+	ignored("evt_old_ignored", old)
+	// Payload cleared, claim and deliveries kept.
+	settled("evt_mid_completed", success, mid, "ship", "mail")
+	settled("evt_mid_failed", reject, mid, "ship")
+	ignored("evt_mid_ignored", mid)
+	// Kept whole.
+	settled("evt_young", success, young, "ship")
+	ignored("evt_young_ignored", young)
+	// Processing claims are never touched, however old: one first seen and
+	// last updated long ago, and one with a delivery settled long ago.
+	b.claimed(t, "evt_stuck", "ship")
+	b.backdate(t, "first_seen_at", "stripe", "evt_stuck", old)
+	b.backdate(t, "updated_at", "stripe", "evt_stuck", old)
+	b.claimed(t, "evt_half", "ship", "mail")
+	b.record(t, key("evt_half", "ship"), success)
+	b.backdate(t, "first_seen_at", "stripe", "evt_half", old)
+
+	want := claim.PruneResult{Deleted: 4, PayloadsCleared: 3}
+
+	t.Run("DryRunCountsAndChangesNothing", func(t *testing.T) {
+		due, err := b.store.PruneDue(t.Context(), policy)
+		require.NoError(t, err)
+		require.Equal(t, want, due)
+		for _, id := range []string{"evt_old_completed", "evt_mid_completed", "evt_stuck"} {
+			exists, payload, _ := b.stored(t, id)
+			require.True(t, exists && payload, id)
+		}
+	})
+
+	t.Run("DeletesOldTerminalClaimsAndClearsPayloads", func(t *testing.T) {
+		res, err := b.store.Prune(t.Context(), policy)
+		require.NoError(t, err)
+		require.Equal(t, want, res)
+
+		for _, id := range []string{"evt_old_completed", "evt_old_failed", "evt_old_failed_2", "evt_old_ignored"} {
+			exists, _, deliveries := b.stored(t, id)
+			require.False(t, exists, id)
+			require.Zero(t, deliveries, "%s: deliveries go with the claim", id)
+		}
+		for id, n := range map[string]int{"evt_mid_completed": 2, "evt_mid_failed": 1, "evt_mid_ignored": 0} {
+			exists, payload, deliveries := b.stored(t, id)
+			require.True(t, exists, id)
+			require.False(t, payload, "%s: payload cleared", id)
+			require.Equal(t, n, deliveries, id)
+		}
+		c, ds := b.get(t, "evt_mid_completed")
+		require.Equal(t, claim.Completed, c.Status, "clearing changes nothing else")
+		require.Equal(t, claim.Completed, ds["mail"].Status)
+		for id, n := range map[string]int{"evt_young": 1, "evt_young_ignored": 0, "evt_stuck": 1, "evt_half": 2} {
+			exists, payload, deliveries := b.stored(t, id)
+			require.True(t, exists && payload, id)
+			require.Equal(t, n, deliveries, id)
+		}
+		c, _ = b.get(t, "evt_half")
+		require.Equal(t, claim.Processing, c.Status)
+	})
+
+	t.Run("NothingIsDueTwice", func(t *testing.T) {
+		res, err := b.store.Prune(t.Context(), policy)
+		require.NoError(t, err)
+		require.Zero(t, res)
+		due, err := b.store.PruneDue(t.Context(), policy)
+		require.NoError(t, err)
+		require.Zero(t, due)
+	})
+
+	t.Run("ClearedClaimIsDeletedWhenItsTimeComes", func(t *testing.T) {
+		b.terminalAgo(t, "evt_mid_completed", old)
+		res, err := b.store.Prune(t.Context(), policy)
+		require.NoError(t, err)
+		require.Equal(t, claim.PruneResult{Deleted: 1}, res)
+	})
+
+	t.Run("RefusesPayloadsOutlivingClaims", func(t *testing.T) {
+		_, err := b.store.Prune(t.Context(), claim.Retention{Claims: time.Hour, Payloads: 2 * time.Hour})
+		require.ErrorContains(t, err, "payloads")
+	})
+}
+
+// seedTerminal commits n failed claims evt_<prefix>_<i> of route ship in one
+// statement each for claims and deliveries, terminal for ago plus i seconds.
+func (b *bundle) seedTerminal(t *testing.T, prefix string, n int, ago time.Duration) []string {
+	t.Helper()
+	b.exec(t, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at, attempt_count)
+SELECT 'stripe', $1 || '_' || i, 'invoice.paid', 'failed', '{}'::bytea,
+       now() - make_interval(secs => $3 + i), 1
+FROM generate_series(1, $2) AS i`, "evt_"+prefix, n, ago.Seconds())
+	b.exec(t, `INSERT INTO webhook_deliveries (provider, event_id, route, status, attempt_count, last_error)
+SELECT 'stripe', $1 || '_' || i, 'ship', 'failed', 1, 'downstream answered 422'
+FROM generate_series(1, $2) AS i`, "evt_"+prefix, n)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("evt_%s_%d", prefix, i+1)
+	}
+	return ids
+}
+
+func (b *bundle) countClaims(t *testing.T, where string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_event_claims WHERE `+where).Scan(&n))
+	return n
+}
+
+// Concurrent prunes split the work: no row is counted twice, none is
+// missed, and none waits for or deadlocks with another.
+func TestPruneConcurrent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n, runs = 600, 6
+	b.seedTerminal(t, "old", n, old)
+	b.seedTerminal(t, "mid", n, mid)
+	pool := concurrentPool(t, b.db, runs)
+	store := newStore(t, pool)
+	p := policy
+	p.BatchSize = 7
+
+	results := make([]claim.PruneResult, runs)
+	errs := make([]error, runs)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = store.Prune(context.Background(), p)
+		})
+	}
+	close(start)
+	wg.Wait()
+	var total claim.PruneResult
+	for i := range runs {
+		require.NoError(t, errs[i])
+		total.Deleted += results[i].Deleted
+		total.PayloadsCleared += results[i].PayloadsCleared
+	}
+	require.Equal(t, claim.PruneResult{Deleted: n, PayloadsCleared: n}, total)
+	require.Zero(t, b.countClaims(t, `event_id LIKE 'evt_old_%'`))
+	require.Equal(t, n, b.countClaims(t, `event_id LIKE 'evt_mid_%' AND payload IS NULL`))
+	var deliveries int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
+	require.Equal(t, n, deliveries, "the deleted claims' deliveries went with them")
+}
+
+func TestPruneAndReopen(t *testing.T) {
+	t.Parallel()
+
+	// A reopen holds the claim's lock while it turns the claim back to
+	// processing: prune passes it by without waiting, and after the reopen
+	// commits the claim is processing and no longer due.
+	t.Run("ClaimLockedByAReopenIsSkipped", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		ids := b.seedTerminal(t, "old", 3, old)
+		ctx := t.Context()
+		tx, err := b.db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // committed below
+		// What reopenTx does first, then its claim update.
+		_, err = tx.Exec(ctx, `SELECT 1 FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = $1 AND status = 'failed' FOR UPDATE`, ids[1])
+		require.NoError(t, err)
+
+		// Were prune to wait for the lock, it would wait for this test.
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := b.store.Prune(pctx, policy)
+		require.NoError(t, err)
+		require.Equal(t, claim.PruneResult{Deleted: 2}, res)
+
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'processing', updated_at = now() WHERE provider = 'stripe' AND event_id = $1`, ids[1])
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `UPDATE webhook_event_claims SET status = 'processing', updated_at = now() WHERE provider = 'stripe' AND event_id = $1`, ids[1])
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+
+		res, err = b.store.Prune(ctx, policy)
+		require.NoError(t, err)
+		require.Zero(t, res)
+		exists, payload, deliveries := b.stored(t, ids[1])
+		require.True(t, exists && payload)
+		require.Equal(t, 1, deliveries)
+	})
+
+	// Prune and reopen race over the same claims from opposite ends. Each
+	// claim either was reopened, and then it exists, processing, with its
+	// delivery and a job; or was deleted, and then the reopen found nothing.
+	t.Run("RaceEndsOneWayOrTheOther", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const n = 400
+		ids := b.seedTerminal(t, "race", n, old)
+		pool := concurrentPool(t, b.db, 4)
+		store := newStore(t, pool)
+		p := policy
+		p.BatchSize = 5
+
+		reopened := make(map[string]bool, n)
+		var pruned claim.PruneResult
+		var pruneErr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			// Repeated, so that it meets the reopens wherever they are.
+			for range 50 {
+				res, err := store.Prune(context.Background(), p)
+				if err != nil {
+					pruneErr = err
+					return
+				}
+				pruned.Deleted += res.Deleted
+				if res.Deleted == 0 {
+					return
+				}
+			}
+		})
+		var reopenErr error
+		wg.Go(func() {
+			// Newest first: the opposite end from prune's.
+			for _, id := range slices.Backward(ids) {
+				_, err := store.Reopen(context.Background(), "stripe", id, false)
+				switch {
+				case err == nil:
+					reopened[id] = true
+				case errors.Is(err, claim.ErrNotFound):
+				default:
+					reopenErr = err
+					return
+				}
+			}
+		})
+		wg.Wait()
+		require.NoError(t, pruneErr)
+		require.NoError(t, reopenErr)
+		require.NotZero(t, pruned.Deleted, "the race had both sides")
+		require.NotEmpty(t, reopened, "the race had both sides")
+		require.Equal(t, n, pruned.Deleted+len(reopened), "each claim went exactly one way")
+
+		var jobs int
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&jobs))
+		require.Equal(t, len(reopened), jobs, "one job per reopen, none for a deleted claim")
+		for _, id := range ids {
+			exists, _, deliveries := b.stored(t, id)
+			require.Equal(t, reopened[id], exists, id)
+			if !exists {
+				require.Zero(t, deliveries, id)
+				continue
+			}
+			c, ds := b.get(t, id)
+			require.Equal(t, claim.Processing, c.Status, id)
+			require.Equal(t, claim.Processing, ds["ship"].Status, id)
+		}
+	})
+}
+
