@@ -364,4 +364,3 @@ func TestPruneAndReopen(t *testing.T) {
 		}
 	})
 }
-

@@ -637,8 +637,10 @@ func TestValidate(t *testing.T) {
 			want:   []string{"retention.payloads: must be a positive duration, got -1h0m0s"},
 		},
 		{
-			name:   "RetentionInSeconds",
-			mutate: func(c *Config) { c.Retention = Retention{Claims: Duration(2 * time.Second), Payloads: Duration(time.Second), Interval: Duration(time.Second), BatchSize: 1} },
+			name: "RetentionInSeconds",
+			mutate: func(c *Config) {
+				c.Retention = Retention{Claims: Duration(2 * time.Second), Payloads: Duration(time.Second), Interval: Duration(time.Second), BatchSize: 1}
+			},
 		},
 		{
 			name:   "RetentionPayloadsEqualClaims",
