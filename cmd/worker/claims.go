@@ -20,7 +20,9 @@ import (
 const claimsUsage = `worker claims list [--status S] [--provider P] [--limit N] [--json]
        worker claims show PROVIDER EVENT_ID [--json]
        worker claims retry PROVIDER EVENT_ID [--force]
-       worker claims retry --status failed [--provider P]`
+       worker claims retry --status failed [--provider P]
+       ` + claimsPruneUsage + `
+       ` + claimsExportUsage
 
 // lastErrorWidth is how much of a last error the tables show; --json and
 // `claims show --json` carry it whole.
@@ -43,7 +45,7 @@ func (c *claimsCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("claims needs a command: list, show or retry (see worker claims --help)")
+		return errors.New("claims needs a command: list, show, retry, prune or export (see worker claims --help)")
 	}
 	command, rest := fs.Arg(0), fs.Args()[1:]
 	switch command {
@@ -53,11 +55,15 @@ func (c *claimsCommand) Run(ctx context.Context, args []string) error {
 		return (&claimsShowCommand{common, c.env}).Run(ctx, rest)
 	case "retry":
 		return (&claimsRetryCommand{common, c.env}).Run(ctx, rest)
+	case "prune":
+		return (&claimsPruneCommand{common, c.env}).Run(ctx, rest)
+	case "export":
+		return (&claimsExportCommand{common, c.env}).Run(ctx, rest)
 	case "help":
 		fs.Usage()
 		return cli.ErrHelp
 	}
-	return fmt.Errorf("unknown claims command %q: want list, show or retry (see worker claims --help)", command)
+	return fmt.Errorf("unknown claims command %q: want list, show, retry, prune or export (see worker claims --help)", command)
 }
 
 // parse parses flags wherever they sit among the arguments (`show stripe

@@ -1,7 +1,8 @@
 // Command worker performs the side effects: it runs the River workers that
-// deliver each event to its routes, the reconciler, and the ops endpoints.
-// `worker migrate` applies the database migrations; `worker claims` lists,
-// shows and retries claims; `worker routes` lists, pauses and resumes routes.
+// deliver each event to its routes, the reconciler and retention, and the
+// ops endpoints. `worker migrate` applies the database migrations; `worker
+// claims` lists, shows, retries, prunes and exports claims; `worker routes`
+// lists, pauses and resumes routes.
 package main
 
 import (

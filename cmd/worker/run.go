@@ -21,6 +21,7 @@ import (
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/maintenance"
 )
 
 const usage = `worker [--config FILE] [--listen ADDR]
@@ -107,9 +108,15 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	maxAttempts := cfg.MaxAttempts
 	reconciler := deliver.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
+	// A retention run stops well before River could take it for stuck;
+	// the next run goes on where it stopped.
+	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
+		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger)
+	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
 	river.AddWorker(workers, reconciler)
+	river.AddWorker(workers, retainer)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               logger,
 		Workers:              workers,
@@ -118,7 +125,11 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
-		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob()},
+		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
+
+		CompletedJobRetentionPeriod: jobRetention.Completed,
+		CancelledJobRetentionPeriod: jobRetention.Cancelled,
+		DiscardedJobRetentionPeriod: jobRetention.Discarded,
 	})
 	if err != nil {
 		return fmt.Errorf("creating job client: %w", err)

@@ -1,0 +1,155 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ExportFilter narrows Export. Zero values match everything.
+type ExportFilter struct {
+	Status   Status
+	Provider string
+	// Since and Before bound first_seen_at: Since <= first_seen_at < Before.
+	Since, Before time.Time
+	// Payloads adds each claim's raw payload (nil once cleared).
+	Payloads bool
+	// PageSize is how many claims one query reads; 0 means 500.
+	PageSize int
+}
+
+// Exported is one claim as Export yields it.
+type Exported struct {
+	Claim
+	Deliveries []Delivery
+	// Payload is nil without ExportFilter.Payloads, or once cleared.
+	Payload []byte
+}
+
+// exportedDelivery is how the page query hands over a delivery (as JSON,
+// so that a claim and its deliveries come in one row).
+type exportedDelivery struct {
+	Route        string     `json:"route"`
+	Status       Status     `json:"status"`
+	AttemptCount int        `json:"attempt_count"`
+	LastError    string     `json:"last_error"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	CompletedAt  *time.Time `json:"completed_at"`
+}
+
+// Export calls emit for every claim f matches, oldest first (by
+// first_seen_at, then provider and event id), with its deliveries by route.
+// It reads a page at a time by keyset over that order, each page one
+// statement whose rows are streamed, so memory stays at about one claim
+// whatever the table's size, and no long transaction holds back vacuum.
+// first_seen_at never changes, so a claim settling or reopening while the
+// export runs is never skipped or repeated; one deleted meanwhile may be
+// missing, and one accepted meanwhile appears if it sorts after the
+// position reached. The index on first_seen_at serves the order. emit must
+// not keep the Exported it is given past its return (its slices are reused).
+func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported) error) error {
+	page := f.PageSize
+	if page <= 0 {
+		page = 500
+	}
+	var where []string
+	var params []any
+	arg := func(v any) string {
+		params = append(params, v)
+		return "$" + strconv.Itoa(len(params))
+	}
+	if f.Status != "" {
+		where = append(where, "c.status = "+arg(string(f.Status)))
+	}
+	if f.Provider != "" {
+		where = append(where, "c.provider = "+arg(f.Provider))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "c.first_seen_at >= "+arg(f.Since))
+	}
+	if !f.Before.IsZero() {
+		where = append(where, "c.first_seen_at < "+arg(f.Before))
+	}
+	payload := "NULL::bytea"
+	if f.Payloads {
+		payload = "c.payload"
+	}
+	fixed := len(params)
+	// The keyset condition is spelled out rather than as a row comparison,
+	// so that its first half is an index condition on first_seen_at.
+	keyset := fmt.Sprintf(`c.first_seen_at >= $%[1]d
+  AND (c.first_seen_at > $%[1]d OR (c.provider, c.event_id) > ($%[2]d, $%[3]d))`, fixed+1, fixed+2, fixed+3)
+	query := func(first bool) string {
+		w := where
+		if !first {
+			w = append(append([]string(nil), where...), keyset)
+		}
+		cond := "true"
+		if len(w) > 0 {
+			cond = strings.Join(w, "\n  AND ")
+		}
+		// Unqualified columns are the claim's: deliveries appear only in
+		// the subquery.
+		return `SELECT ` + claimColumns + `, ` + payload + `,
+    (SELECT coalesce(json_agg(json_build_object(
+                'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
+                'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
+                'completed_at', d.completed_at) ORDER BY d.route), '[]')
+     FROM webhook_deliveries d WHERE d.provider = c.provider AND d.event_id = c.event_id)
+FROM webhook_event_claims c
+WHERE ` + cond + `
+ORDER BY c.first_seen_at, c.provider, c.event_id
+LIMIT ` + strconv.Itoa(page)
+	}
+
+	var e Exported
+	var raw []byte
+	var ds []exportedDelivery
+	for first := true; ; first = false {
+		args := params
+		if !first {
+			args = append(params[:fixed:fixed], e.FirstSeenAt, e.Provider, e.EventID)
+		}
+		rows, err := s.pool.Query(ctx, query(first), args...)
+		if err != nil {
+			return fmt.Errorf("exporting claims: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			e.Payload, raw, ds = e.Payload[:0], raw[:0], ds[:0]
+			c := &e.Claim
+			if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
+				&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &raw); err != nil {
+				rows.Close()
+				return fmt.Errorf("exporting claims: %w", err)
+			}
+			if err := json.Unmarshal(raw, &ds); err != nil {
+				rows.Close()
+				return fmt.Errorf("exporting claims: reading deliveries of %s/%s: %w", c.Provider, c.EventID, err)
+			}
+			e.Deliveries = e.Deliveries[:0]
+			for _, d := range ds {
+				e.Deliveries = append(e.Deliveries, Delivery{
+					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
+					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
+					CompletedAt: d.CompletedAt, EventType: c.EventType,
+				})
+			}
+			if err := emit(&e); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("exporting claims: %w", err)
+		}
+		if n < page {
+			return nil
+		}
+	}
+}
