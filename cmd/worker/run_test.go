@@ -82,6 +82,18 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// Retention runs once at start (the only worker is River's leader),
+	// and its counters are served.
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"msg":"applied retention"`) },
+		20*time.Second, 20*time.Millisecond, "no retention run logged:\n%s", logs.String())
+	resp, err = http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), "hookgate_retention_deleted_total 0")
+	require.Contains(t, string(metrics), "hookgate_retention_payloads_cleared_total 0")
+
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
 	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })

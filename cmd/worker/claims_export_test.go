@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/deliver"
+)
+
+func TestClaimsExport(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(`{"id":"` + id + `"}`)},
+			[]string{"ship"}, true)
+		require.NoError(t, err)
+	}
+	_, err = db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET payload = NULL WHERE event_id = 'evt_3'`)
+	require.NoError(t, err)
+	export := func(args ...string) []map[string]any {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, run(t.Context(), append([]string{"worker", "claims", "export"}, args...), env, &out, io.Discard))
+		var lines []map[string]any
+		sc := bufio.NewScanner(&out)
+		for sc.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &m), sc.Text())
+			lines = append(lines, m)
+		}
+		return lines
+	}
+
+	lines := export("--payloads")
+	require.Len(t, lines, 3)
+	for i, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		require.Equal(t, id, lines[i]["event_id"], "oldest first")
+	}
+	require.Equal(t, "eyJpZCI6ImV2dF8xIn0=", lines[0]["payload"], "the raw body, base64")
+	require.NotContains(t, lines[2], "payload", "absent once cleared")
+	d := lines[0]["deliveries"].([]any)[0].(map[string]any)
+	require.Equal(t, "ship", d["route"])
+	require.Equal(t, deliver.IdempotencyKey("stripe", "evt_1", "ship"), d["idempotency_key"])
+
+	// The same field names as claims show --json, payload aside.
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "show", "stripe", "evt_1", "--json"}, env, &out, io.Discard))
+	var shown map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &shown))
+	delete(lines[0], "payload")
+	require.Equal(t, slices.Sorted(maps.Keys(shown)), slices.Sorted(maps.Keys(lines[0])))
+	require.Equal(t, slices.Sorted(maps.Keys(shown["deliveries"].([]any)[0].(map[string]any))), slices.Sorted(maps.Keys(d)))
+	for _, k := range []string{"provider", "event_id", "event_type", "status", "first_seen_at", "attempt_count", "deliveries"} {
+		require.Contains(t, lines[0], k)
+	}
+
+	require.Empty(t, export("--status", "completed"))
+	require.Len(t, export("--provider", "stripe", "--since", "2000-01-01T00:00:00Z"), 3)
+	require.Empty(t, export("--before", "2000-01-01T00:00:00Z"))
+	require.NotContains(t, export()[0], "payload", "only with --payloads")
+
+	for args, want := range map[string]string{
+		"--since yesterday": `--since "yesterday": want an RFC 3339 time`,
+		"--status done":     `--status "done": must be processing, completed, failed or ignored`,
+		"--since 2026-12-02T00:00:00Z --before 2026-12-01T00:00:00Z": "is not before --before",
+		"stripe": `unexpected argument "stripe"`,
+	} {
+		err := run(t.Context(), append([]string{"worker", "claims", "export"}, strings.Fields(args)...), env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, want, args)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// withRetention adds a retention section to the config file at path.
+func withRetention(t *testing.T, path, section string) string {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("retention:\n" + section)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return path
+}
+
+func TestClaimsPrune(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL,
+		"HOOKGATE_CONFIG": withRetention(t, writeConfig(t, "http://127.0.0.1:1"), "  claims: 2h\n  payloads: 1h\n  batch_size: 3\n")})
+	_, err := db.Pool.Exec(t.Context(), `
+INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at)
+SELECT 'stripe', 'evt_old_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '3 hours' FROM generate_series(1, 7) i
+UNION ALL
+SELECT 'stripe', 'evt_mid_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '90 minutes' FROM generate_series(1, 2) i
+UNION ALL
+SELECT 'stripe', 'evt_young', 'invoice.paid', 'ignored', '{}'::bytea, now()`)
+	require.NoError(t, err)
+	prune := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, run(t.Context(), append([]string{"worker", "claims", "prune"}, args...), env, &out, io.Discard))
+		return out.String()
+	}
+	type report struct {
+		Deleted         int  `json:"deleted"`
+		PayloadsCleared int  `json:"payloads_cleared"`
+		DryRun          bool `json:"dry_run"`
+	}
+	decode := func(s string) report {
+		var r report
+		require.NoError(t, json.Unmarshal([]byte(s), &r), s)
+		return r
+	}
+	left := func() int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_event_claims WHERE payload IS NOT NULL`).Scan(&n))
+		return n
+	}
+
+	require.Equal(t, "would delete 7 claims (terminal for over 2h0m0s) and would clear 2 payloads (terminal for over 1h0m0s)\n",
+		prune("--dry-run"))
+	require.Equal(t, report{Deleted: 7, PayloadsCleared: 2, DryRun: true}, decode(prune("--dry-run", "--json")))
+	require.Equal(t, 10, left(), "a dry run changes nothing")
+
+	require.Equal(t, report{Deleted: 7, PayloadsCleared: 2}, decode(prune("--json")))
+	require.Equal(t, 1, left())
+	require.Equal(t, "deleted 0 claims (terminal for over 2h0m0s) and cleared 0 payloads (terminal for over 1h0m0s)\n", prune())
+
+	err = run(t.Context(), []string{"worker", "claims", "prune", "now"}, env, io.Discard, io.Discard)
+	require.ErrorContains(t, err, `unexpected argument "now"`)
+}
