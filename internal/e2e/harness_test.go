@@ -86,7 +86,8 @@ type route struct {
 	concurrency int      // default worker.concurrency
 }
 
-// setting overrides one worker setting of a stack's config.
+// setting overrides one worker setting of a stack's config, or, with a key
+// "retention.NAME", one retention setting.
 type setting struct{ key, value string }
 
 // stack is one test's system: a database of its own, a config file, a
@@ -112,13 +113,24 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		"shutdown_timeout":   "3s",
 		"reconcile_interval": "1m",
 	}
+	var retention []setting // keys "retention.NAME"
 	for _, st := range settings {
+		if name, ok := strings.CutPrefix(st.key, "retention."); ok {
+			retention = append(retention, setting{name, st.value})
+			continue
+		}
 		worker[st.key] = st.value
 	}
 	var b strings.Builder
 	b.WriteString("ingest:\n  claim_timeout: 10s\nworker:\n")
 	for _, k := range []string{"concurrency", "rescue_after", "shutdown_timeout", "reconcile_interval"} {
 		fmt.Fprintf(&b, "  %s: %s\n", k, worker[k])
+	}
+	if len(retention) > 0 {
+		b.WriteString("retention:\n")
+		for _, st := range retention {
+			fmt.Fprintf(&b, "  %s: %s\n", st.key, st.value)
+		}
 	}
 	fmt.Fprintf(&b, "providers:\n  - name: %s\n    scheme: standard-webhooks\n    secrets_env: [E2E_PROVIDER_SECRET]\n    on_failed_redelivery: reopen\nroutes:\n", provider)
 	for _, r := range routes {

@@ -1,0 +1,212 @@
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// The seed's test 6: deliver an event, let retention delete its claim, and
+// have the provider send it again. It is claimed anew and delivered with the
+// same Idempotency-Key, so a downstream that remembers keys has one effect.
+func TestReplayAfterRetention(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{{name: "ship", events: []string{"*"}}},
+		setting{"retention.claims", "1s"}, setting{"retention.payloads", "1s"})
+	ingest, _ := s.ingest(), s.worker()
+	e := event{id: "evt_replayed", typ: "order.paid"}
+
+	s.claimed(ingest, e)
+	s.waitStatus(e.id, claim.Completed, settle)
+	require.Equal(t, 1, s.down.effectsOf(key(e.id, "ship")))
+
+	// Prune until the claim is a second past terminal and goes.
+	deadline := time.Now().Add(settle)
+	for {
+		out, code := s.run("claims", "prune", "--json")
+		require.Zero(t, code, out)
+		var res claim.PruneResult
+		require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+		if res.Deleted == 1 {
+			break
+		}
+		require.Zero(t, res.Deleted, out)
+		require.True(t, time.Now().Before(deadline), "the claim was never pruned")
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, _, err := s.store.Get(t.Context(), provider, e.id)
+	require.ErrorIs(t, err, claim.ErrNotFound)
+	var deliveries int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries WHERE event_id = $1`, e.id).Scan(&deliveries))
+	require.Zero(t, deliveries, "deliveries went with the claim")
+
+	// The provider redelivers (a manual resend, say).
+	require.Equal(t, ack{status: http.StatusOK}, s.send(ingest, e, providerSecret), "claimed anew, not a duplicate")
+	c, _ := s.waitStatus(e.id, claim.Completed, settle)
+	require.Equal(t, 1, c.AttemptCount, "a new claim counts afresh")
+
+	calls := s.down.callsFor(key(e.id, "ship"))
+	require.Len(t, calls, 2, "delivered again")
+	require.Equal(t, calls[0].key, calls[1].key, "with the same Idempotency-Key")
+	require.Equal(t, string(e.body()), string(calls[1].body))
+	require.Equal(t, 1, s.down.effectsOf(key(e.id, "ship")), "so the downstream's dedupe makes it one effect")
+
+	// A copy now is a duplicate of the new claim, as before retention.
+	require.Equal(t, ack{status: http.StatusOK, duplicate: true}, s.send(ingest, e, providerSecret))
+}
+
+// exportRun is one `worker claims export` run, read as it streams.
+type exportRun struct {
+	lines    int
+	maxRSSKB int64
+}
+
+// export runs the worker binary's claims export with args, hands each line
+// to check as it arrives, and returns the line count and the process's peak
+// resident memory. The peak is the kernel's high-water mark of the
+// process's own image (VmHWM), read while it streams: the rusage of a
+// child would also count the test process it was forked from.
+func (s *stack) export(check func(line []byte), args ...string) exportRun {
+	s.t.Helper()
+	cmd := exec.Command(bins.worker, append([]string{"claims", "export"}, args...)...)
+	cmd.Env = s.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(s.t, err)
+	require.NoError(s.t, cmd.Start())
+	var run exportRun
+	hwm := func() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+					run.maxRSSKB = max(run.maxRSSKB, kb)
+				}
+			}
+		}
+	}
+	r := bufio.NewReaderSize(stdout, 1<<16)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			run.lines++
+			check(line)
+			if run.lines%500 == 0 {
+				hwm()
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		require.NoError(s.t, err)
+	}
+	hwm()
+	require.NoError(s.t, cmd.Wait(), stderr.String())
+	require.NotZero(s.t, run.maxRSSKB, "no memory reading")
+	return run
+}
+
+// exported is a line of claims export, as an archive reader decodes it.
+type exported struct {
+	claim.Claim
+	Deliveries []struct {
+		Route          string       `json:"route"`
+		Status         claim.Status `json:"status"`
+		AttemptCount   int          `json:"attempt_count"`
+		LastError      string       `json:"last_error"`
+		IdempotencyKey string       `json:"idempotency_key"`
+		CompletedAt    *time.Time   `json:"completed_at"`
+	} `json:"deliveries"`
+	Payload []byte `json:"payload"`
+}
+
+// TestExportAtScale exports 100,000 claims from the worker binary: its
+// memory stays about what it is for 10,000 (the export streams), and its
+// output round-trips, every claim with every delivery and payload.
+func TestExportAtScale(t *testing.T) {
+	t.Parallel()
+	const n = 100_000
+	s := newStack(t, []route{{name: "ship", events: []string{"*"}}, {name: "mail", events: []string{"*"}}})
+	ctx := t.Context()
+	// Claim i: completed, failed or ignored by i % 3; first seen i ms
+	// after a base, so oldest first is i ascending; a ship delivery unless
+	// ignored, and a mail one too when i is even.
+	_, err := s.db.Pool.Exec(ctx, `
+INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, attempt_count,
+                                  last_error, first_seen_at, updated_at, completed_at)
+SELECT 'sw', 'evt_' || i, 'order.paid', (ARRAY['completed', 'failed', 'ignored'])[i % 3 + 1],
+       convert_to('{"n":' || i || ',"pad":"' || repeat('x', 200) || '"}', 'UTF8'), 'application/json',
+       CASE WHEN i % 3 = 2 THEN 0 ELSE 1 END,
+       CASE WHEN i % 3 = 1 THEN 'HTTP 422 Unprocessable Entity' END,
+       timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0),
+       timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0),
+       CASE WHEN i % 3 = 0 THEN timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0) END
+FROM generate_series(1, $1) AS i`, n)
+	require.NoError(t, err)
+	_, err = s.db.Pool.Exec(ctx, `
+INSERT INTO webhook_deliveries (provider, event_id, route, status, attempt_count, last_error, completed_at)
+SELECT c.provider, c.event_id, r.route, c.status, 1, c.last_error, c.completed_at
+FROM webhook_event_claims c
+CROSS JOIN LATERAL (SELECT 'ship' AS route UNION ALL SELECT 'mail' WHERE substr(c.event_id, 5)::int % 2 = 0) r
+WHERE c.status <> 'ignored'`)
+	require.NoError(t, err)
+	var wantDeliveries int
+	require.NoError(t, s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&wantDeliveries))
+
+	small := s.export(func([]byte) {}, "--payloads", "--before", "2026-01-01T00:00:10Z")
+	require.Equal(t, 9999, small.lines, "claims 1..9999 are first seen within the first 10s")
+
+	next, deliveries := 1, 0
+	big := s.export(func(line []byte) {
+		var e exported
+		require.NoError(t, json.Unmarshal(line, &e))
+		i := next
+		next++
+		require.Equal(t, fmt.Sprintf("evt_%d", i), e.EventID, "oldest first")
+		require.Equal(t, fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 200)), string(e.Payload))
+		require.Equal(t, []claim.Status{claim.Completed, claim.Failed, claim.Ignored}[i%3], e.Status)
+		require.Equal(t, "order.paid", e.EventType)
+		require.True(t, e.FirstSeenAt.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Millisecond)))
+		require.Equal(t, e.Status == claim.Completed, e.CompletedAt != nil)
+		routes := []string{}
+		for _, d := range e.Deliveries {
+			routes = append(routes, d.Route)
+			require.Equal(t, e.Status, d.Status)
+			require.Equal(t, e.LastError, d.LastError)
+			require.Equal(t, key(e.EventID, d.Route), d.IdempotencyKey)
+		}
+		switch {
+		case e.Status == claim.Ignored:
+			require.Empty(t, routes)
+		case i%2 == 0:
+			require.Equal(t, []string{"mail", "ship"}, routes)
+		default:
+			require.Equal(t, []string{"ship"}, routes)
+		}
+		deliveries += len(e.Deliveries)
+	}, "--payloads")
+	require.Equal(t, n, big.lines, "every claim")
+	require.Equal(t, wantDeliveries, deliveries, "every delivery")
+
+	t.Logf("claims export --payloads: peak RSS %d KiB for %d claims, %d KiB for %d", small.maxRSSKB, small.lines, big.maxRSSKB, big.lines)
+	// The 100k export writes about 45 MB; holding it would show.
+	require.Less(t, big.maxRSSKB, int64(48<<10), "peak RSS under 48 MiB")
+	require.Less(t, big.maxRSSKB, small.maxRSSKB+8<<10, "ten times the claims, about the same memory")
+}
