@@ -35,34 +35,35 @@ type PruneResult struct {
 // statement's snapshot is re-checked under the lock (READ COMMITTED
 // re-evaluates the WHERE clause on the newest row version), finds
 // terminal_at NULL and is left alone.
+//
+// The batch is then reached by the row addresses (ctid) it locked, which
+// cannot move while it holds the locks: a Tid Scan whatever the table's
+// size. A join back on (provider, event_id) is planned as a hash join over
+// the whole table, since Postgres misestimates a two-column match.
 const (
 	// clearPayloadsSQL clears the payloads of claims due for clearing but
 	// not for deletion, so that a backlog is not written twice.
 	clearPayloadsSQL = `
-WITH due AS (
-    SELECT provider, event_id FROM webhook_event_claims
+UPDATE webhook_event_claims SET payload = NULL
+WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_event_claims
     WHERE terminal_at IS NOT NULL AND payload IS NOT NULL
       AND terminal_at < $1 AND terminal_at >= $2
     ORDER BY terminal_at
     LIMIT $3
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE webhook_event_claims c SET payload = NULL
-FROM due WHERE c.provider = due.provider AND c.event_id = due.event_id`
+    FOR UPDATE SKIP LOCKED))`
 
 	// deleteClaimsSQL deletes claims due for deletion. Deliveries (and any
 	// other table keyed by the claim) go with them through ON DELETE
 	// CASCADE, in the same statement.
 	deleteClaimsSQL = `
-WITH due AS (
-    SELECT provider, event_id FROM webhook_event_claims
+DELETE FROM webhook_event_claims
+WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_event_claims
     WHERE terminal_at IS NOT NULL AND terminal_at < $1
     ORDER BY terminal_at
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM webhook_event_claims c
-USING due WHERE c.provider = due.provider AND c.event_id = due.event_id`
+    FOR UPDATE SKIP LOCKED))`
 
 	countPayloadsSQL = `SELECT count(*) FROM webhook_event_claims
 WHERE terminal_at IS NOT NULL AND payload IS NOT NULL AND terminal_at < $1 AND terminal_at >= $2`
