@@ -16,7 +16,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/deliver"
 )
 
 func TestClaimsExport(t *testing.T) {
@@ -56,7 +55,7 @@ func TestClaimsExport(t *testing.T) {
 	require.NotContains(t, lines[2], "payload", "absent once cleared")
 	d := lines[0]["deliveries"].([]any)[0].(map[string]any)
 	require.Equal(t, "ship", d["route"])
-	require.Equal(t, deliver.IdempotencyKey("stripe", "evt_1", "ship"), d["idempotency_key"])
+	require.Equal(t, claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship"}.IdempotencyKey(), d["idempotency_key"])
 
 	// The same field names as claims show --json, payload aside.
 	var out bytes.Buffer
