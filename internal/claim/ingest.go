@@ -166,6 +166,10 @@ func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys
 	return names, hashes, keys, missing, firstMissing
 }
 
+// errVanished is the claim a duplicate saw being deleted (by retention)
+// before its status could be read.
+var errVanished = errors.New("the claim was deleted while it was being read; try again")
+
 // Claim records ev and fans it out to routes (the names of the routes its
 // type matches), all in one transaction: the claim row, one delivery row
 // and one job per route. A route whose business key (ev.BusinessKeys) is
@@ -174,10 +178,14 @@ func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys
 // claim does this; any other call for the same key is a Duplicate, except
 // that with reopen a failed claim has its failed deliveries reopened (see
 // Reopen). Nothing is committed when an error is returned.
+//
+// A duplicate whose claim is deleted by retention between the insert that
+// saw it and the read of its status is claimed anew, in a new transaction:
+// retention deleted it, so this is the redelivery after retention.
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
 	var res Result
 	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	claimOnce := func(tx pgx.Tx) error {
 		res = Result{}
 		status := Processing
 		if len(routes) == 0 {
@@ -223,12 +231,20 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 				return err
 			}
 		}
-		if err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
-			ev.Provider, ev.ID).Scan(&res.Status); err != nil {
+		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
+			ev.Provider, ev.ID).Scan(&res.Status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errVanished
+		}
+		if err != nil {
 			return fmt.Errorf("reading existing claim: %w", err)
 		}
 		return nil
-	})
+	}
+	err := s.inTx(ctx, claimOnce)
+	for try := 1; errors.Is(err, errVanished) && try < 3; try++ {
+		err = s.inTx(ctx, claimOnce)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
 	}

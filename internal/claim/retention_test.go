@@ -298,69 +298,135 @@ func TestPruneAndReopen(t *testing.T) {
 	// Prune and reopen race over the same claims from opposite ends. Each
 	// claim either was reopened, and then it exists, processing, with its
 	// delivery and a job; or was deleted, and then the reopen found nothing.
+	// A round in which one side finished before the other began proves
+	// little, so rounds repeat (on fresh claims) until one had both.
 	t.Run("RaceEndsOneWayOrTheOther", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		const n = 400
-		ids := b.seedTerminal(t, "race", n, old)
 		pool := concurrentPool(t, b.db, 4)
 		store := newStore(t, pool)
 		p := policy
 		p.BatchSize = 5
-
-		reopened := make(map[string]bool, n)
-		var pruned claim.PruneResult
-		var pruneErr error
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			// Repeated, so that it meets the reopens wherever they are.
-			for range 50 {
-				res, err := store.Prune(context.Background(), p)
-				if err != nil {
-					pruneErr = err
-					return
-				}
-				pruned.Deleted += res.Deleted
-				if res.Deleted == 0 {
-					return
-				}
+		jobs := 0
+		for round := 1; ; round++ {
+			if race(t, b, store, p, fmt.Sprintf("race%d", round), &jobs) {
+				return
 			}
-		})
-		var reopenErr error
-		wg.Go(func() {
-			// Newest first: the opposite end from prune's.
-			for _, id := range slices.Backward(ids) {
-				_, err := store.Reopen(context.Background(), "stripe", id, false)
-				switch {
-				case err == nil:
-					reopened[id] = true
-				case errors.Is(err, claim.ErrNotFound):
-				default:
-					reopenErr = err
-					return
-				}
-			}
-		})
-		wg.Wait()
-		require.NoError(t, pruneErr)
-		require.NoError(t, reopenErr)
-		require.NotZero(t, pruned.Deleted, "the race had both sides")
-		require.NotEmpty(t, reopened, "the race had both sides")
-		require.Equal(t, n, pruned.Deleted+len(reopened), "each claim went exactly one way")
-
-		var jobs int
-		require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&jobs))
-		require.Equal(t, len(reopened), jobs, "one job per reopen, none for a deleted claim")
-		for _, id := range ids {
-			exists, _, deliveries := b.stored(t, id)
-			require.Equal(t, reopened[id], exists, id)
-			if !exists {
-				require.Zero(t, deliveries, id)
-				continue
-			}
-			c, ds := b.get(t, id)
-			require.Equal(t, claim.Processing, c.Status, id)
-			require.Equal(t, claim.Processing, ds["ship"].Status, id)
+			require.Less(t, round, 10, "prune and reopen never overlapped")
 		}
 	})
+}
+
+// race runs one round of TestPruneAndReopen's race on n fresh claims and
+// reports whether both sides won some; jobs counts the reopens' jobs so far.
+func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix string, jobs *int) bool {
+	t.Helper()
+	const n = 400
+	ids := b.seedTerminal(t, prefix, n, old)
+	reopened := make(map[string]bool, n)
+	var deleted int
+	var pruneErr, reopenErr error
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-start
+		// Repeated, so that it meets the reopens wherever they are.
+		for range 50 {
+			res, err := store.Prune(context.Background(), p)
+			if err != nil {
+				pruneErr = err
+				return
+			}
+			deleted += res.Deleted
+			if res.Deleted == 0 {
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		<-start
+		// Newest first: the opposite end from prune's.
+		for _, id := range slices.Backward(ids) {
+			_, err := store.Reopen(context.Background(), "stripe", id, false)
+			switch {
+			case err == nil:
+				reopened[id] = true
+			case errors.Is(err, claim.ErrNotFound):
+			default:
+				reopenErr = err
+				return
+			}
+		}
+	})
+	close(start)
+	wg.Wait()
+	require.NoError(t, pruneErr)
+	require.NoError(t, reopenErr)
+	require.Equal(t, n, deleted+len(reopened), "each claim went exactly one way")
+
+	*jobs += len(reopened)
+	var got int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&got))
+	require.Equal(t, *jobs, got, "one job per reopen, none for a deleted claim")
+	for _, id := range ids {
+		exists, _, deliveries := b.stored(t, id)
+		require.Equal(t, reopened[id], exists, id)
+		if !exists {
+			require.Zero(t, deliveries, id)
+			continue
+		}
+		c, ds := b.get(t, id)
+		require.Equal(t, claim.Processing, c.Status, id)
+		require.Equal(t, claim.Processing, ds["ship"].Status, id)
+	}
+	return deleted > 0 && len(reopened) > 0
+}
+
+// A redelivery that finds the claim it duplicates deleted by retention
+// before it could read it (its insert saw the row, prune then deleted it)
+// claims the event anew rather than failing.
+func TestRedeliveryMeetsPrune(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	b.claimed(t, "evt_gone", "ship")
+	b.record(t, key("evt_gone", "ship"), reject)
+	b.terminalAgo(t, "evt_gone", old)
+	b.requireJobs(t, args("evt_gone", "ship")...)
+
+	// A prune batch has locked the claim.
+	prune, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer prune.Rollback(ctx) //nolint:errcheck // committed below
+	_, err = prune.Exec(ctx, `SELECT 1 FROM webhook_event_claims WHERE event_id = 'evt_gone' FOR UPDATE`)
+	require.NoError(t, err)
+
+	// The redelivery's insert sees the claim and does nothing; its reopen
+	// then waits for the claim's lock.
+	type outcome struct {
+		res claim.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := b.store.Claim(context.Background(), event("evt_gone"), []string{"ship"}, true)
+		done <- outcome{res, err}
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%')`).Scan(&waiting))
+		return waiting
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = prune.Exec(ctx, `DELETE FROM webhook_event_claims WHERE event_id = 'evt_gone'`)
+	require.NoError(t, err)
+	require.NoError(t, prune.Commit(ctx))
+
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, claim.Claimed, got.res.Outcome)
+	c, ds := b.get(t, "evt_gone")
+	require.Equal(t, claim.Processing, c.Status)
+	require.Zero(t, ds["ship"].AttemptCount, "a new claim")
+	b.requireJobs(t, args("evt_gone", "ship")...)
 }
