@@ -63,6 +63,10 @@ SELECT 'stripe', 'evt_young', 'invoice.paid', 'ignored', '{}'::bytea, now()`)
 	require.Equal(t, report{Deleted: 7, PayloadsCleared: 2, DryRun: true}, decode(prune("--dry-run", "--json")))
 	require.Equal(t, 10, left(), "a dry run changes nothing")
 
+	var shown bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "show", "stripe", "evt_young"}, env, &shown, io.Discard))
+	require.Regexp(t, `terminal:\s+20\d\d-`, shown.String(), "show says when retention ages the claim from")
+
 	require.Equal(t, report{Deleted: 7, PayloadsCleared: 2}, decode(prune("--json")))
 	require.Equal(t, 1, left())
 	require.Equal(t, "deleted 0 claims (terminal for over 2h0m0s) and cleared 0 payloads (terminal for over 1h0m0s)\n", prune())

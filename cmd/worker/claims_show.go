@@ -94,6 +94,7 @@ func printClaim(w io.Writer, v claimView) error {
 		{"first seen", stamp(&v.FirstSeenAt)},
 		{"updated", stamp(&v.UpdatedAt)},
 		{"completed", stamp(v.CompletedAt)},
+		{"terminal", stamp(v.TerminalAt)},
 		{"last error", orDash(v.LastError)},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
