@@ -32,12 +32,13 @@ type Exported struct {
 // exportedDelivery is how the page query hands over a delivery (as JSON,
 // so that a claim and its deliveries come in one row).
 type exportedDelivery struct {
-	Route        string     `json:"route"`
-	Status       Status     `json:"status"`
-	AttemptCount int        `json:"attempt_count"`
-	LastError    string     `json:"last_error"`
-	UpdatedAt    time.Time  `json:"updated_at"`
-	CompletedAt  *time.Time `json:"completed_at"`
+	Route        string         `json:"route"`
+	Status       DeliveryStatus `json:"status"`
+	AttemptCount int            `json:"attempt_count"`
+	LastError    string         `json:"last_error"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+	CompletedAt  *time.Time     `json:"completed_at"`
+	BusinessKey  string         `json:"business_key"`
 }
 
 // Export calls emit for every claim f matches, oldest first (by
@@ -97,8 +98,10 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
     (SELECT coalesce(json_agg(json_build_object(
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
-                'completed_at', d.completed_at) ORDER BY d.route), '[]')
-     FROM webhook_deliveries d WHERE d.provider = c.provider AND d.event_id = c.event_id)
+                'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, '')) ORDER BY d.route), '[]')
+     FROM webhook_deliveries d
+     LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
+     WHERE d.provider = c.provider AND d.event_id = c.event_id)
 FROM webhook_event_claims c
 WHERE ` + cond + `
 ORDER BY c.first_seen_at, c.provider, c.event_id
@@ -136,7 +139,7 @@ LIMIT ` + strconv.Itoa(page)
 				e.Deliveries = append(e.Deliveries, Delivery{
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
-					CompletedAt: d.CompletedAt, EventType: c.EventType,
+					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
 				})
 			}
 			if err := emit(&e); err != nil {

@@ -104,6 +104,16 @@ func TestExport(t *testing.T) {
 		require.Empty(t, es[2].Deliveries, "an ignored claim has none")
 		require.Nil(t, es[5].Payload, "cleared by retention")
 
+		// A business key a delivery holds is exported beside it, as claims
+		// show prints it.
+		ev := event("evt_keyed")
+		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: `["in_1"]`}}
+		_, err = b.store.Claim(t.Context(), ev, []string{"ship"}, true)
+		require.NoError(t, err)
+		keyed := b.exported(t, claim.ExportFilter{Since: time.Now().Add(-time.Minute)})
+		require.Len(t, keyed, 1)
+		require.Equal(t, `["in_1"]`, keyed[0].Deliveries[0].BusinessKey)
+
 		for _, e := range b.exported(t, claim.ExportFilter{}) {
 			require.Nil(t, e.Payload, e.EventID)
 		}

@@ -160,7 +160,7 @@ func TestPrune(t *testing.T) {
 		}
 		c, ds := b.get(t, "evt_mid_completed")
 		require.Equal(t, claim.Completed, c.Status, "clearing changes nothing else")
-		require.Equal(t, claim.Completed, ds["mail"].Status)
+		require.Equal(t, claim.DeliveryCompleted, ds["mail"].Status)
 		for id, n := range map[string]int{"evt_young": 1, "evt_young_ignored": 0, "evt_stuck": 1, "evt_half": 2} {
 			exists, payload, deliveries := b.stored(t, id)
 			require.True(t, exists && payload, id)
@@ -377,7 +377,7 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 		}
 		c, ds := b.get(t, id)
 		require.Equal(t, claim.Processing, c.Status, id)
-		require.Equal(t, claim.Processing, ds["ship"].Status, id)
+		require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status, id)
 	}
 	return deleted > 0 && len(reopened) > 0
 }
@@ -429,4 +429,34 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 	require.Equal(t, claim.Processing, c.Status)
 	require.Zero(t, ds["ship"].AttemptCount, "a new claim")
 	b.requireJobs(t, args("evt_gone", "ship")...)
+}
+
+// A business key goes with the claim that holds it: once retention deleted
+// the holder, a later event with the key gets the delivery.
+func TestPruneFreesBusinessKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	keyed := func(id string) claim.Event {
+		ev := event(id)
+		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: `["order_1"]`}}
+		return ev
+	}
+	res, err := b.store.Claim(t.Context(), keyed("evt_holder"), []string{"ship"}, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.Claimed, res.Outcome)
+	b.record(t, key("evt_holder", "ship"), success)
+	b.terminalAgo(t, "evt_holder", old)
+
+	pruned, err := b.store.Prune(t.Context(), policy)
+	require.NoError(t, err)
+	require.Equal(t, claim.PruneResult{Deleted: 1}, pruned)
+	var keys int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_business_keys`).Scan(&keys))
+	require.Zero(t, keys, "the key went with its claim")
+
+	res, err = b.store.Claim(t.Context(), keyed("evt_later"), []string{"ship"}, true)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Deliveries, "the key was free again")
+	_, ds := b.get(t, "evt_later")
+	require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 }

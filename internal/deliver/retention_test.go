@@ -50,7 +50,7 @@ func TestWorkAfterRetention(t *testing.T) {
 		require.Equal(t, river.EventKindJobCompleted, out.EventKind, "ended, not retried")
 
 		d := delivery(t, tx, "evt_cleared", "ship")
-		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, claim.DeliveryFailed, d.Status)
 		require.Equal(t, "the event's payload was cleared by retention before it was delivered", d.LastError)
 		require.Equal(t, 1, d.AttemptCount, "no attempt was made")
 		require.Equal(t, claim.Failed, claimStatus(t, tx, "evt_cleared"))
@@ -68,7 +68,7 @@ func TestWorkAfterRetention(t *testing.T) {
 		tx, w := b.begin(t)
 		_, err = work(t, tx, w, b.job(t, tx, "evt_empty", "ship"))
 		require.NoError(t, err)
-		require.Equal(t, claim.Completed, delivery(t, tx, "evt_empty", "ship").Status)
+		require.Equal(t, claim.DeliveryCompleted, delivery(t, tx, "evt_empty", "ship").Status)
 		reqs := b.down.received()
 		require.Len(t, reqs, 1)
 		require.Empty(t, reqs[0].body)
