@@ -68,6 +68,17 @@ providers:
     encoding: hex
     id_from: json:event.id
     type_from: header:X-Acme-Event
+  - name: hooky
+    scheme: hmac
+    secrets_env: [T_ACME]
+    header: X-Hooky-Signature
+    encoding: base64
+    id_from: header:X-Hooky-Id
+    type_from: header:X-Hooky-Event
+  - name: gh-open
+    scheme: github
+    secrets_env: [T_GITHUB]
+    replay_guard: off
 routes:
   - name: ship-order
     provider: stripe
@@ -93,6 +104,14 @@ routes:
     provider: acme
     events: ["*"]
     url: http://127.0.0.1:1/acme
+  - name: hooky-all
+    provider: hooky
+    events: ["*"]
+    url: http://127.0.0.1:1/hooky
+  - name: gh-open-push
+    provider: gh-open
+    events: ["push"]
+    url: http://127.0.0.1:1/gh-open
 `
 
 func testEnv(databaseURL string) map[string]string {

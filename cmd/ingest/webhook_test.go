@@ -293,7 +293,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	metrics := string(raw)
-	require.Contains(t, metrics, `hookgate_claims_created_total{event_type="invoice.paid",provider="stripe"} 1`)
+	require.Contains(t, metrics, `hookgate_claims_created_total{event_type="other",provider="stripe"} 1`, "a type no route names exactly")
 	require.Contains(t, metrics, `hookgate_duplicates_total{provider="stripe"} 1`)
 	require.Contains(t, metrics, `hookgate_signature_failures_total{provider="stripe",reason="bad_signature"} 1`)
 	require.Contains(t, metrics, `hookgate_ingest_requests_total{code="401",host="",method="POST",url="/webhooks/:provider"} 1`)

@@ -416,3 +416,65 @@ func TestClaimConcurrent(t *testing.T) {
 		b.requireJobs(t, args("evt_reopen_race", "ship", "mail", "mail")...)
 	})
 }
+
+// TestClaimReplayGuard: with GuardBody, the unique key on the body's hash
+// decides in the claim's own statement, also between concurrent copies, and
+// it goes with the claim.
+func TestClaimReplayGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	guarded := func(id string, body string) claim.Event {
+		return claim.Event{Provider: "github", ID: id, Type: "push", Payload: []byte(body), GuardBody: true}
+	}
+
+	const copies = 20
+	results := make([]claim.Result, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		wg.Go(func() {
+			res, err := b.store.Claim(ctx, guarded(string(rune('a'+i)), `{"same": "body"}`), []string{"ship"}, true)
+			require.NoError(t, err)
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, r := range results {
+		switch r.Outcome {
+		case claim.Claimed:
+			won++
+		case claim.Replay:
+			require.True(t, r.Duplicate())
+		default:
+			t.Fatalf("unexpected outcome %v", r.Outcome)
+		}
+	}
+	require.Equal(t, 1, won, "one copy wins, whichever id it carries")
+	var claims int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_claims WHERE provider = 'github'`).Scan(&claims))
+	require.Equal(t, 1, claims)
+
+	// The same key is a plain duplicate, not a replay.
+	var winner string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT event_id FROM webhook_event_claims WHERE provider = 'github'`).Scan(&winner))
+	res, err := b.store.Claim(ctx, guarded(winner, `{"same": "body"}`), []string{"ship"}, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.Duplicate, res.Outcome)
+
+	// Unguarded events do not take part: same body, own claims.
+	for _, id := range []string{"open-1", "open-2"} {
+		ev := guarded(id, `{"same": "body"}`)
+		ev.GuardBody = false
+		res, err := b.store.Claim(ctx, ev, nil, true)
+		require.NoError(t, err)
+		require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	}
+
+	// Deleted with the claim.
+	_, err = b.db.Pool.Exec(ctx, `DELETE FROM webhook_event_claims WHERE provider = 'github' AND event_id = $1`, winner)
+	require.NoError(t, err)
+	res, err = b.store.Claim(ctx, guarded("after-delete", `{"same": "body"}`), nil, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+}

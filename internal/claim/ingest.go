@@ -17,7 +17,14 @@ type Event struct {
 	Type        string
 	ObjectID    string
 	ContentType string
-	Payload     []byte // raw bytes, exactly as received
+	// ContentEncoding is the request's Content-Encoding when not identity:
+	// the payload's bytes are encoded that way and forwarded so.
+	ContentEncoding string
+	Payload         []byte // raw bytes, exactly as received
+	// GuardBody turns on the replay guard for this event: the claim records
+	// a hash of Payload, and a payload byte-identical to that of another
+	// claim of the provider is a Replay (see ReplayGuard in config).
+	GuardBody bool
 	// BusinessKeys holds the event's business key for each route it
 	// matches that has one (see BusinessKey); routes without one are absent.
 	BusinessKeys []BusinessKey
@@ -51,6 +58,9 @@ const (
 	// Reopened: the key was claimed and had failed; its failed deliveries
 	// are processing again with a new job each.
 	Reopened
+	// Replay: the key is new but the body is byte-identical to that of
+	// another claim of the provider (GuardBody); nothing changed.
+	Replay
 )
 
 // Result describes a Claim call.
@@ -69,11 +79,11 @@ type Result struct {
 }
 
 // Duplicate reports whether the caller should answer "duplicate": true.
-func (r Result) Duplicate() bool { return r.Outcome == Duplicate }
+func (r Result) Duplicate() bool { return r.Outcome == Duplicate || r.Outcome == Replay }
 
 // claimSQL inserts the claim and, only if this statement inserted it, one
 // delivery per route, in one round trip. ON CONFLICT DO NOTHING makes the
-// primary key the arbiter: a concurrent insert of the same key waits for the
+// unique keys the arbiter: a concurrent insert of the same key waits for the
 // winner's transaction and then does nothing.
 //
 // Business keys ride in the same statement. Each route comes with its key's
@@ -88,12 +98,19 @@ func (r Result) Duplicate() bool { return r.Outcome == Duplicate }
 // names it in a second statement. A route whose key is missing gets a failed
 // delivery. The statement returns whether the claim was won, the routes
 // skipped, the first skip reason, and whether a holder is still to be named.
+//
+// The replay guard rides on the same statement: $13 is the body's hash (NULL
+// when the guard is off), and the claim's conflict clause names no target,
+// so it catches either unique key, the primary key (provider, event_id) or
+// the partial one on (provider, body_hash). Which one conflicted is told
+// apart afterwards, by whether the key exists (see Claim).
 const claimSQL = `
 WITH claim AS (
     INSERT INTO webhook_event_claims
-        (provider, event_id, event_type, object_id, status, payload, content_type, last_error)
-    VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $12)
-    ON CONFLICT (provider, event_id) DO NOTHING
+        (provider, event_id, event_type, object_id, status, payload, content_type, last_error,
+         body_hash, content_encoding)
+    VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $12, $13, $14)
+    ON CONFLICT DO NOTHING -- either key: (provider, event_id) or (provider, body_hash)
     RETURNING provider, event_id
 ), routes AS (
     SELECT * FROM unnest($8::text[], $9::bytea[], $10::text[], $11::text[])
@@ -191,12 +208,17 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		if len(routes) == 0 {
 			status = Ignored
 		}
+		var hash []byte // the replay guard's key; nil (NULL) leaves it out
+		if ev.GuardBody {
+			sum := sha256.Sum256(ev.Payload)
+			hash = sum[:]
+		}
 		var won int
 		var skipped []string
 		var skipReason *string
 		var unnamed bool
 		if err := tx.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
-			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
+			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing, hash, ev.ContentEncoding).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
 			return fmt.Errorf("inserting claim: %w", err)
 		}
 		if unnamed {
@@ -233,6 +255,20 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		}
 		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			ev.Provider, ev.ID).Scan(&res.Status)
+		if errors.Is(err, pgx.ErrNoRows) && hash != nil {
+			// No claim has this key: either the insert met the body's hash
+			// (the same signed body under a new id), or the key's claim was
+			// deleted by retention since the insert saw it.
+			var replay bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
+WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err != nil {
+				return fmt.Errorf("reading the claim of the body: %w", err)
+			}
+			if replay {
+				res = Result{Outcome: Replay}
+				return nil
+			}
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errVanished
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -38,6 +39,11 @@ type Ingest struct {
 	// within a few seconds when Postgres hangs instead of timing out itself.
 	// Default 5s.
 	ClaimTimeout Duration `yaml:"claim_timeout"`
+	// MaxInFlight bounds the webhook requests being read or claimed at once.
+	// Past it a request is answered 503 with Retry-After: 1 before its body
+	// is read, so unverified bodies hold at most about MaxInFlight ×
+	// MaxBodyBytes of memory. Default 256.
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // Worker configures the process that performs side effects.
@@ -89,6 +95,12 @@ const (
 	SchemeHMAC             = "hmac"
 )
 
+// Values of Provider.ReplayGuard.
+const (
+	ReplayGuardOff  = "off"
+	ReplayGuardBody = "body"
+)
+
 // Values of Provider.OnFailedRedelivery.
 const (
 	RedeliveryReopen = "reopen"
@@ -110,6 +122,14 @@ type Provider struct {
 	// OnFailedRedelivery is what a redelivery of a failed event does: reopen
 	// (run the failed deliveries again) or ack (answer duplicate). Default reopen.
 	OnFailedRedelivery string `yaml:"on_failed_redelivery"`
+	// ReplayGuard is off or body. With body, a verified body byte-identical
+	// to the body of an existing claim of this provider under another event
+	// id is a duplicate: it defends schemes whose signature does not cover
+	// the id against a captured request re-sent under a new id, at the cost
+	// of collapsing two distinct events that happen to have identical
+	// bodies. Default body for github, shopify, and hmac with a header id
+	// and no timestamp_header; off for the others, which sign the id.
+	ReplayGuard string `yaml:"replay_guard"`
 
 	// The fields below apply to the generic hmac scheme only.
 
@@ -240,6 +260,7 @@ func (c *Config) setDefaults() {
 	c.Ingest.Listen = cmp.Or(c.Ingest.Listen, ":8080")
 	c.Ingest.MaxBodyBytes = cmp.Or(c.Ingest.MaxBodyBytes, 1<<20)
 	c.Ingest.ClaimTimeout = cmp.Or(c.Ingest.ClaimTimeout, Duration(5*time.Second))
+	c.Ingest.MaxInFlight = cmp.Or(c.Ingest.MaxInFlight, 256)
 	c.Worker.Listen = cmp.Or(c.Worker.Listen, ":9091")
 	c.Worker.Concurrency = cmp.Or(c.Worker.Concurrency, 100)
 	c.Worker.RescueAfter = cmp.Or(c.Worker.RescueAfter, Duration(10*time.Minute))
@@ -253,6 +274,7 @@ func (c *Config) setDefaults() {
 		p := &c.Providers[i]
 		p.Tolerance = cmp.Or(p.Tolerance, Duration(5*time.Minute))
 		p.OnFailedRedelivery = cmp.Or(p.OnFailedRedelivery, RedeliveryReopen)
+		p.ReplayGuard = cmp.Or(p.ReplayGuard, p.defaultReplayGuard())
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -262,6 +284,17 @@ func (c *Config) setDefaults() {
 		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
 	}
 	c.defaultConcurrency()
+}
+
+// defaultReplayGuard is body for the schemes whose signature does not cover
+// the event id, so that one captured request cannot mint new events.
+func (p Provider) defaultReplayGuard() string {
+	switch {
+	case p.Scheme == SchemeGitHub, p.Scheme == SchemeShopify,
+		p.Scheme == SchemeHMAC && strings.HasPrefix(p.IDFrom, "header:") && p.TimestampHeader == "":
+		return ReplayGuardBody
+	}
+	return ReplayGuardOff
 }
 
 // Provider returns the provider named name.

@@ -136,6 +136,7 @@ func TestParseDefaults(t *testing.T) {
 			Listen:       ":8080",
 			MaxBodyBytes: 1 << 20,
 			ClaimTimeout: Duration(5 * time.Second),
+			MaxInFlight:  256,
 		},
 		Worker: Worker{
 			Listen:            ":9091",
@@ -156,6 +157,7 @@ func TestParseDefaults(t *testing.T) {
 			SecretsEnv:         []string{"STRIPE_WEBHOOK_SECRET"},
 			Tolerance:          Duration(5 * time.Minute),
 			OnFailedRedelivery: RedeliveryReopen,
+			ReplayGuard:        ReplayGuardOff,
 		}},
 		Routes: []Route{{
 			Name:        "ship-order",
@@ -221,6 +223,7 @@ ingest:
   listen: "127.0.0.1:18080"
   max_body_bytes: 65536
   claim_timeout: 2s
+  max_in_flight: 32
 worker:
   listen: ":19091"
   concurrency: 7
@@ -238,6 +241,7 @@ providers:
     secrets_env: [ACME_NEW, ACME_OLD]
     tolerance: 1m
     on_failed_redelivery: ack
+    replay_guard: body
     header: X-Acme-Signature
     prefix: "sha256="
     encoding: base64
@@ -258,7 +262,7 @@ routes:
 `))
 	require.NoError(t, err)
 	require.Equal(t, &Config{
-		Ingest: Ingest{Listen: "127.0.0.1:18080", MaxBodyBytes: 65536, ClaimTimeout: Duration(2 * time.Second)},
+		Ingest: Ingest{Listen: "127.0.0.1:18080", MaxBodyBytes: 65536, ClaimTimeout: Duration(2 * time.Second), MaxInFlight: 32},
 		Worker: Worker{
 			Listen:            ":19091",
 			Concurrency:       7,
@@ -274,6 +278,7 @@ routes:
 			SecretsEnv:         []string{"ACME_NEW", "ACME_OLD"},
 			Tolerance:          Duration(time.Minute),
 			OnFailedRedelivery: RedeliveryAck,
+			ReplayGuard:        ReplayGuardBody,
 			Header:             "X-Acme-Signature",
 			Prefix:             "sha256=",
 			Encoding:           "base64",
@@ -530,7 +535,7 @@ func TestExampleFile(t *testing.T) {
 		require.NoError(t, yaml.Unmarshal(b, &doc))
 
 		for section, keys := range map[string][]string{
-			"ingest":    {"listen", "max_body_bytes", "claim_timeout"},
+			"ingest":    {"listen", "max_body_bytes", "claim_timeout", "max_in_flight"},
 			"worker":    {"listen", "concurrency", "rescue_after", "shutdown_timeout", "reconcile_interval"},
 			"retention": {"claims", "payloads", "interval", "batch_size"},
 		} {
@@ -541,7 +546,7 @@ func TestExampleFile(t *testing.T) {
 			}
 		}
 		provider := doc["providers"].([]any)[0].(map[string]any)
-		for _, k := range []string{"name", "scheme", "secrets_env", "tolerance", "on_failed_redelivery"} {
+		for _, k := range []string{"name", "scheme", "secrets_env", "tolerance", "on_failed_redelivery", "replay_guard"} {
 			require.Contains(t, provider, k, "providers[0].%s", k)
 		}
 		route := doc["routes"].([]any)[0].(map[string]any)
@@ -586,6 +591,7 @@ func TestExampleFile(t *testing.T) {
 			SecretsEnv:         []string{"ACME_WEBHOOK_SECRET"},
 			Tolerance:          Duration(5 * time.Minute),
 			OnFailedRedelivery: RedeliveryReopen,
+			ReplayGuard:        ReplayGuardOff,
 			Header:             "X-Acme-Signature",
 			Prefix:             "sha256=",
 			Encoding:           "hex",
@@ -594,4 +600,31 @@ func TestExampleFile(t *testing.T) {
 			TimestampHeader:    "X-Acme-Timestamp",
 		}, p)
 	})
+}
+
+// TestReplayGuardDefaults: body for the schemes whose signature does not
+// cover the event id, off for those that sign it; YAML's off is a string.
+func TestReplayGuardDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(`
+providers:
+  - {name: s, scheme: stripe, secrets_env: [A]}
+  - {name: sw, scheme: standard-webhooks, secrets_env: [A]}
+  - {name: gh, scheme: github, secrets_env: [A]}
+  - {name: shop, scheme: shopify, secrets_env: [A]}
+  - {name: h-header, scheme: hmac, secrets_env: [A], header: X-Sig, encoding: hex, id_from: "header:X-Id"}
+  - {name: h-header-ts, scheme: hmac, secrets_env: [A], header: X-Sig, encoding: hex, id_from: "header:X-Id", timestamp_header: X-Ts}
+  - {name: h-json, scheme: hmac, secrets_env: [A], header: X-Sig, encoding: hex, id_from: "json:id"}
+  - {name: gh-off, scheme: github, secrets_env: [A], replay_guard: off}
+  - {name: s-body, scheme: stripe, secrets_env: [A], replay_guard: body}
+`))
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, p := range c.Providers {
+		got[p.Name] = p.ReplayGuard
+	}
+	require.Equal(t, map[string]string{
+		"s": "off", "sw": "off", "gh": "body", "shop": "body", "h-header": "body",
+		"h-header-ts": "off", "h-json": "off", "gh-off": "off", "s-body": "body",
+	}, got)
 }

@@ -33,6 +33,9 @@ func (c *Config) Validate() error {
 		v.add("ingest.max_body_bytes", "must be at least 1, got %d", c.Ingest.MaxBodyBytes)
 	}
 	v.positive("ingest.claim_timeout", c.Ingest.ClaimTimeout)
+	if c.Ingest.MaxInFlight < 1 {
+		v.add("ingest.max_in_flight", "must be at least 1, got %d", c.Ingest.MaxInFlight)
+	}
 	if c.Worker.Concurrency < 1 {
 		v.add("worker.concurrency", "must be at least 1, got %d", c.Worker.Concurrency)
 	}
@@ -139,6 +142,9 @@ func (v *validator) provider(key string, p Provider) {
 	v.positive(key+".tolerance", p.Tolerance)
 	if p.OnFailedRedelivery != RedeliveryReopen && p.OnFailedRedelivery != RedeliveryAck {
 		v.add(key+".on_failed_redelivery", "%q must be reopen or ack", p.OnFailedRedelivery)
+	}
+	if p.ReplayGuard != ReplayGuardOff && p.ReplayGuard != ReplayGuardBody {
+		v.add(key+".replay_guard", "%q must be off or body", p.ReplayGuard)
 	}
 
 	hmacOnly := map[string]string{

@@ -263,7 +263,7 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) {
 				c.Providers[1] = Provider{
 					Name: "acme", Scheme: SchemeHMAC, SecretsEnv: []string{"ACME_WEBHOOK_SECRET"},
-					Tolerance: Duration(5 * time.Minute), OnFailedRedelivery: RedeliveryReopen,
+					Tolerance: Duration(5 * time.Minute), OnFailedRedelivery: RedeliveryReopen, ReplayGuard: ReplayGuardOff,
 				}
 			},
 			want: []string{
@@ -342,6 +342,26 @@ func TestValidate(t *testing.T) {
 			name:   "OnFailedRedeliveryWrongCase",
 			mutate: func(c *Config) { c.Providers[0].OnFailedRedelivery = "Ack" },
 			want:   []string{`providers[0].on_failed_redelivery: "Ack" must be reopen or ack`},
+		},
+
+		// replay_guard.
+		{
+			name:   "ReplayGuardBody",
+			mutate: func(c *Config) { c.Providers[0].ReplayGuard = ReplayGuardBody },
+		},
+		{
+			name:   "ReplayGuardOff",
+			mutate: func(c *Config) { c.Providers[1].ReplayGuard = ReplayGuardOff },
+		},
+		{
+			name:   "ReplayGuardUnknown",
+			mutate: func(c *Config) { c.Providers[0].ReplayGuard = "header" },
+			want:   []string{`providers[0].replay_guard: "header" must be off or body`},
+		},
+		{
+			name:   "MaxInFlightZero",
+			mutate: func(c *Config) { c.Ingest.MaxInFlight = -1 },
+			want:   []string{"ingest.max_in_flight: must be at least 1, got -1"},
 		},
 
 		// Route URLs: absolute http or https, with a host, without credentials.

@@ -13,6 +13,8 @@ var (
 	errUnknownProvider = errors.New("unknown provider")
 	errTooLarge        = errors.New("request body exceeds the configured limit")
 	errBadBody         = errors.New("request body could not be read")
+	errBadEncoding     = errors.New("Content-Encoding header is malformed")
+	errOverloaded      = errors.New("too many requests in flight; retry later")
 )
 
 // unavailableError wraps a failed claim transaction. Its cause (which may
@@ -35,8 +37,10 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errBadBody):
+	case errors.Is(err, errBadBody), errors.Is(err, errBadEncoding):
 		return http.StatusBadRequest
+	case errors.Is(err, errOverloaded):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, verify.ErrUnauthorized):
 		return http.StatusUnauthorized
 	case errors.Is(err, verify.ErrInvalid):

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,6 +27,25 @@ type ack struct {
 // provider hears 200 only after the claim transaction committed.
 func (s *Server) handleWebhook(c echo.Context) error {
 	start := time.Now()
+	// The bound on requests in flight is checked before anything is read,
+	// so unverified bodies never hold more than about max_in_flight ×
+	// max_body_bytes of memory.
+	select {
+	case s.inFlight <- struct{}{}:
+		s.metrics.inFlight.Inc()
+		defer func() {
+			<-s.inFlight
+			s.metrics.inFlight.Dec()
+		}()
+	default:
+		s.metrics.overloaded.Inc()
+		h := c.Response().Header()
+		h.Set("Retry-After", "1")
+		// The unread body is left behind with the connection.
+		h.Set(echo.HeaderConnection, "close")
+		s.handleError(errOverloaded, c)
+		return nil
+	}
 	name := c.Param("provider")
 	outcome, eventID, err := s.ingest(c, name)
 	status := http.StatusOK
@@ -38,7 +59,8 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
-		slog.String("provider", name),
+		// The path segment is the client's to choose, verified or not.
+		slog.String("provider", capLog(name)),
 		slog.String("event_id", eventID),
 		slog.String("result", outcome),
 		slog.Int("status", status),
@@ -68,7 +90,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		return "too_large", "", errTooLarge
 	}
 	// MaxBytesReader also stops chunked bodies that run over the limit.
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.cfg.Ingest.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(c.Response(), req.Body, s.cfg.Ingest.MaxBodyBytes), req.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -87,6 +109,11 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		return "invalid", "", err
 	}
 
+	encoding, err := contentEncoding(req.Header)
+	if err != nil {
+		return "invalid", "", err
+	}
+
 	routes := s.cfg.MatchingRoutes(name, ev.Type)
 	names := make([]string, len(routes))
 	for i, r := range routes {
@@ -95,12 +122,14 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.Ingest.ClaimTimeout.D())
 	defer cancel()
 	res, err := s.claims.Claim(ctx, claim.Event{
-		Provider:    name,
-		ID:          ev.ID,
-		Type:        ev.Type,
-		ObjectID:    ev.ObjectID,
-		ContentType: req.Header.Get(echo.HeaderContentType),
-		Payload:     body,
+		Provider:        name,
+		ID:              ev.ID,
+		Type:            ev.Type,
+		ObjectID:        ev.ObjectID,
+		ContentType:     req.Header.Get(echo.HeaderContentType),
+		ContentEncoding: encoding,
+		Payload:         body,
+		GuardBody:       p.guardBody,
 		// Computed only now, from verified bytes.
 		BusinessKeys: businessKeys(routes, ev.Type, req.Header, body),
 	}, names, p.reopen)
@@ -113,17 +142,73 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 	}
 	switch res.Outcome {
 	case claim.Claimed, claim.ClaimedIgnored:
-		s.metrics.claims.WithLabelValues(name, ev.Type).Inc()
+		s.metrics.claims.WithLabelValues(name, p.typeLabel(ev.Type)).Inc()
 	case claim.Duplicate:
 		s.metrics.duplicates.WithLabelValues(name).Inc()
 	case claim.Reopened:
 		s.metrics.reopened.WithLabelValues(name).Inc()
+	case claim.Replay:
+		s.metrics.replays.WithLabelValues(name).Inc()
 	}
 	outcome = map[claim.Outcome]string{
 		claim.Claimed: "claimed", claim.ClaimedIgnored: "ignored",
-		claim.Duplicate: "duplicate", claim.Reopened: "reopened",
+		claim.Duplicate: "duplicate", claim.Reopened: "reopened", claim.Replay: "replay",
 	}[res.Outcome]
 	return outcome, ev.ID, c.JSON(http.StatusOK, ack{Received: true, Duplicate: res.Duplicate()})
+}
+
+// maxLogField bounds every log field taken from an unauthenticated request.
+const maxLogField = 256
+
+// capLog cuts s to maxLogField bytes, marking the cut, so that no client can
+// make one request cost more than a line of log.
+func capLog(s string) string {
+	if len(s) <= maxLogField {
+		return s
+	}
+	const mark = "…"
+	cut := maxLogField - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// readBody reads r whole. A body that announces its length is read into a
+// buffer of exactly that size (at most max_body_bytes, checked before), so a
+// request in flight holds one body's worth of memory, not a doubling
+// buffer's; a chunked body grows as it arrives.
+func readBody(r io.Reader, contentLength int64) ([]byte, error) {
+	if contentLength < 0 {
+		return io.ReadAll(r)
+	}
+	body := make([]byte, contentLength)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// maxContentEncoding bounds the Content-Encoding kept with a claim.
+const maxContentEncoding = 128
+
+// contentEncoding returns the request's Content-Encoding to keep with the
+// claim: "" for none or identity. The signed bytes are the encoded ones, so
+// the worker forwards them with the same header, never decoded or relabelled.
+func contentEncoding(h http.Header) (string, error) {
+	v := strings.Join(h.Values(echo.HeaderContentEncoding), ", ")
+	if v == "" || strings.EqualFold(strings.TrimSpace(v), "identity") {
+		return "", nil
+	}
+	if len(v) > maxContentEncoding {
+		return "", errBadEncoding
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e {
+			return "", errBadEncoding
+		}
+	}
+	return v, nil
 }
 
 func (s *Server) handleHealthz(c echo.Context) error {

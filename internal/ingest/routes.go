@@ -18,8 +18,11 @@ func (s *Server) routes(reg *prometheus.Registry) *echo.Echo {
 		DoNotUseRequestPathFor404: true,
 		// The Host header is the client's to choose: as a label it would let
 		// anyone grow the series count. One ingest serves one host anyway.
+		// The method, likewise, is bucketed to a fixed set; url is the route
+		// template (404s share one value), never the raw path.
 		LabelFuncs: map[string]echoprometheus.LabelValueFunc{
-			"host": func(echo.Context, error) string { return "" },
+			"host":   func(echo.Context, error) string { return "" },
+			"method": func(c echo.Context, _ error) string { return methodLabel(c.Request().Method) },
 		},
 	}))
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,6 +34,20 @@ type provider struct {
 	verifier verify.Verifier
 	// reopen: a redelivery of a failed event reopens it (on_failed_redelivery).
 	reopen bool
+	// guardBody: the replay guard is on (replay_guard: body).
+	guardBody bool
+	// named holds the event types that a route of this provider names
+	// exactly: the only ones counted under their own label.
+	named map[string]bool
+}
+
+// typeLabel is the metric label of a verified event type: the type when a
+// route names it, else otherLabel, so the series count is set by the config.
+func (p provider) typeLabel(t string) string {
+	if p.named[t] {
+		return t
+	}
+	return otherLabel
 }
 
 // Server is the ingest HTTP server.
@@ -45,6 +60,8 @@ type Server struct {
 	metrics   *metrics
 	now       func() time.Time
 	echo      *echo.Echo
+	// inFlight holds one token per webhook request being read or claimed.
+	inFlight chan struct{}
 }
 
 // New builds the server. It fails when a provider's verifier cannot be
@@ -58,6 +75,7 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		logger:    logger,
 		metrics:   newMetrics(reg),
 		now:       time.Now,
+		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
 	}
 	for i, p := range cfg.Providers {
 		v, err := verify.New(verify.Config{
@@ -74,7 +92,23 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)
 		}
-		s.providers[p.Name] = provider{verifier: v, reopen: p.OnFailedRedelivery == config.RedeliveryReopen}
+		named := map[string]bool{}
+		for _, r := range cfg.Routes {
+			if r.Provider != p.Name {
+				continue
+			}
+			for _, e := range r.Events {
+				if !strings.ContainsAny(e, `*?[\`) {
+					named[e] = true
+				}
+			}
+		}
+		s.providers[p.Name] = provider{
+			verifier:  v,
+			reopen:    p.OnFailedRedelivery == config.RedeliveryReopen,
+			guardBody: p.ReplayGuard == config.ReplayGuardBody,
+			named:     named,
+		}
 	}
 	for _, r := range cfg.Routes {
 		if len(r.BusinessKey) > 0 {

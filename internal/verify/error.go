@@ -30,6 +30,7 @@ const (
 	reasonMissingType        = "missing_type"
 	reasonMalformedType      = "malformed_type"
 	reasonUnparsableBody     = "unparsable_body"
+	reasonAmbiguousField     = "ambiguous_field"
 )
 
 // Error is a verification failure. It carries a low-cardinality Reason for
@@ -39,7 +40,7 @@ const (
 // Reason is one of missing_signature, malformed_signature, bad_signature,
 // missing_timestamp, malformed_timestamp, timestamp_out_of_tolerance (all
 // with Kind ErrUnauthorized) or missing_id, malformed_id, missing_type,
-// malformed_type, unparsable_body (all with Kind ErrInvalid).
+// malformed_type, unparsable_body, ambiguous_field (all with Kind ErrInvalid).
 type Error struct {
 	// Kind is ErrUnauthorized or ErrInvalid.
 	Kind error

@@ -14,8 +14,9 @@ const (
 )
 
 // githubVerifier verifies GitHub webhooks: "sha256=" + hex HMAC-SHA256 of the
-// body. GitHub signs no timestamp, so there is no replay window; the claim
-// table is the only replay defence. The id and type come from headers and the
+// body. GitHub signs neither a timestamp nor the id, so a captured request
+// re-sent under a new X-GitHub-Delivery verifies; ingest's replay guard
+// (replay_guard: body) is the defence. The id and type come from headers and the
 // body is never parsed, which also admits GitHub's form-encoded deliveries.
 // ObjectID is left empty: GitHub events have no one object in common (a push
 // names a repository and commits, an issue event an issue), and hook_id names

@@ -127,6 +127,9 @@ func (v *hmacVerifier) Verify(body []byte, h http.Header, now time.Time) (Event,
 		if obj, err = parseObject(body); err != nil {
 			return Event{}, err
 		}
+		if err := checkUnambiguous(body, v.id.jsonPath, v.typ.jsonPath); err != nil {
+			return Event{}, err
+		}
 	}
 	id := v.id.read(h, obj)
 	if v.typ == (source{}) {

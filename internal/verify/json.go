@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -49,4 +50,100 @@ func fromJSON(obj map[string]any, path string) value {
 	default:
 		return value{present: true}
 	}
+}
+
+// checkUnambiguous refuses a body in which a key along one of paths (dotted
+// object keys, as for fromJSON) appears more than once in its object,
+// counting keys that differ only in letter case as the same. Parsers
+// disagree on such bodies: encoding/json (and stripe-go) matches keys
+// without regard to case and keeps the last duplicate, others keep the
+// first, so the id hookgate claims could differ from the one the
+// downstream reads. body has already parsed as one JSON object.
+func checkUnambiguous(body []byte, paths ...string) error {
+	split := make([][]string, 0, len(paths))
+	for _, p := range paths {
+		if p != "" {
+			split = append(split, strings.Split(p, "."))
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dup, err := walkPaths(dec, split)
+	switch {
+	case err != nil:
+		return invalid(reasonUnparsableBody, "body is not a JSON object")
+	case dup != "":
+		return invalid(reasonAmbiguousField, fmt.Sprintf("body has the key %q more than once (letter case aside)", dup))
+	}
+	return nil
+}
+
+// walkPaths reads the next value from dec. When it is an object, each key
+// that is the first segment of one of paths must appear once; the values
+// under such keys are walked with the rest of those paths, every other
+// value is skipped. It returns the first key found more than once.
+func walkPaths(dec *json.Decoder, paths [][]string) (dup string, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return "", nil
+	}
+	if d == '[' || len(paths) == 0 {
+		return "", skipRest(dec)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		key, _ := tok.(string)
+		var rest [][]string
+		wanted := false
+		for _, p := range paths {
+			if strings.EqualFold(key, p[0]) {
+				wanted = true
+				if len(p) > 1 {
+					rest = append(rest, p[1:])
+				}
+			}
+		}
+		if wanted {
+			folded := strings.ToLower(key)
+			if seen[folded] && dup == "" {
+				dup = key
+			}
+			seen[folded] = true
+		}
+		inner, err := walkPaths(dec, rest)
+		if err != nil {
+			return "", err
+		}
+		if dup == "" {
+			dup = inner
+		}
+	}
+	_, err = dec.Token() // the closing brace
+	return dup, err
+}
+
+// skipRest consumes the rest of an object or array whose opening delimiter
+// was just read.
+func skipRest(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
 }

@@ -79,6 +79,9 @@ func (v *standardWebhooksVerifier) Verify(body []byte, h http.Header, now time.T
 	if err != nil {
 		return Event{}, err
 	}
+	if err := checkUnambiguous(body, "type"); err != nil {
+		return Event{}, err
+	}
 	return normalize(fromHeader(h, swIDHeader), fromJSON(obj, "type"), fromJSON(obj, "data.id"))
 }
 

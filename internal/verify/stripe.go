@@ -41,6 +41,9 @@ func (v *stripeVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if err != nil {
 		return Event{}, err
 	}
+	if err := checkUnambiguous(body, "id", "type"); err != nil {
+		return Event{}, err
+	}
 	return normalize(fromJSON(obj, "id"), fromJSON(obj, "type"), fromJSON(obj, "data.object.id"))
 }
 
