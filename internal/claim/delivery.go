@@ -28,9 +28,16 @@ type Delivery struct {
 	// holds none.
 	BusinessKey string
 
+	// AttemptBase is how many Hookgate-Attempt numbers the delivery's
+	// earlier jobs used: attempt n of its current job is number
+	// AttemptBase + n.
+	AttemptBase int
+
 	EventType   string
 	ObjectID    string
 	ContentType string
+	// ContentEncoding is the provider's Content-Encoding, "" for none.
+	ContentEncoding string
 	// Payload is nil once retention has cleared it.
 	Payload []byte
 	// ClaimFirstSeen is when ingest first accepted the event.
@@ -72,8 +79,8 @@ func LoadDeliveries(ctx context.Context, q Querier, keys []Key) (ds []*Delivery,
 SELECT k.i, x.*
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(provider, event_id, route, i)
 CROSS JOIN LATERAL (
-    SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at,
-           c.event_type, coalesce(c.object_id, ''), c.content_type, c.payload, c.first_seen_at
+    SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at, d.attempt_base,
+           c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, c.payload, c.first_seen_at
     FROM webhook_deliveries d
     JOIN webhook_event_claims c USING (provider, event_id)
     WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route) x`, providers, ids, routes)
@@ -85,8 +92,8 @@ CROSS JOIN LATERAL (
 	for rows.Next() {
 		var i int
 		var d Delivery
-		if err := rows.Scan(&i, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
-			&d.EventType, &d.ObjectID, &d.ContentType, &d.Payload, &d.ClaimFirstSeen); err != nil {
+		if err := rows.Scan(&i, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt, &d.AttemptBase,
+			&d.EventType, &d.ObjectID, &d.ContentType, &d.ContentEncoding, &d.Payload, &d.ClaimFirstSeen); err != nil {
 			return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
 		}
 		k := keys[i-1]
@@ -111,6 +118,12 @@ type AttemptResult struct {
 	Attempted bool
 	// Error is the sanitized reason of a failed attempt; empty on success.
 	Error string
+	// Spent is how many Hookgate-Attempt numbers to add to the delivery's
+	// attempt_base: all of the job's (its attempt) when the job ends, so a
+	// later job of the delivery (a reopen) continues after them; 1 when
+	// River hands the attempt back (a shutdown interrupt) while the number
+	// may have reached the downstream; else 0.
+	Spent int
 }
 
 // RecordAttempt writes an attempt's outcome into tx: the delivery's status,
@@ -182,8 +195,9 @@ func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorde
 	keys := make([]Key, len(attempts))
 	n := len(attempts)
 	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
-	statuses, counts, errs := make([]string, n), make([]int32, n), make([]*string, n)
+	statuses, counts, errs, spent := make([]string, n), make([]int32, n), make([]*string, n), make([]int32, n)
 	for i, a := range attempts {
+		spent[i] = int32(a.Result.Spent)
 		keys[i] = a.Key
 		providers[i], ids[i], routes[i] = a.Key.Provider, a.Key.EventID, a.Key.Route
 		statuses[i] = string(a.Result.Status)
@@ -206,12 +220,13 @@ UPDATE webhook_deliveries d SET
     attempt_count = d.attempt_count + v.attempts,
     last_error = coalesce(v.error, d.last_error),
     completed_at = CASE WHEN v.status = 'completed' THEN now() END,
+    attempt_base = d.attempt_base + v.spent,
     updated_at = now()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
-    AS v(provider, event_id, route, status, attempts, error)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[])
+    AS v(provider, event_id, route, status, attempts, error, spent)
 WHERE d.provider = v.provider AND d.event_id = v.event_id AND d.route = v.route
   AND d.status = 'processing'
-RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, counts, errs)
+RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, counts, errs, spent)
 	if err != nil {
 		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
 	}

@@ -93,6 +93,13 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 		if err != nil {
 			return err
 		}
+		// The latest job's attempts are spent numbers when it finalized
+		// since the delivery last changed (a crash on its last attempt
+		// leaves them unrecorded): a requeued job continues after them.
+		spent := 0
+		if lastState != nil && lastAttempts != nil {
+			spent = *lastAttempts
+		}
 		var reason string
 		switch {
 		case lastState != nil && *lastState == "discarded":
@@ -102,10 +109,10 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 		}
 		if reason != "" {
 			failed = true
-			return RecordAttempt(ctx, tx, k, AttemptResult{Status: DeliveryFailed, Error: "reconciler: " + reason})
+			return RecordAttempt(ctx, tx, k, AttemptResult{Status: DeliveryFailed, Error: "reconciler: " + reason, Spent: spent})
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now()
-WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now(), attempt_base = attempt_base + $4
+WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route, spent); err != nil {
 			return err
 		}
 		return s.enqueue(ctx, tx, k.Provider, k.EventID, []string{k.Route})

@@ -35,7 +35,7 @@ func TestRequest(t *testing.T) {
 	t.Run("CarriesTheContractHeadersAndTheBodyByteForByte", func(t *testing.T) {
 		t.Parallel()
 		r, _ := cfg.Route("ship")
-		req, err := w.request(context.Background(), r, d)
+		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		require.Equal(t, http.MethodPost, req.Method)
 		require.Equal(t, "http://downstream.internal/hooks/ship", req.URL.String())
@@ -43,6 +43,8 @@ func TestRequest(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, payload, body)
 		require.Equal(t, int64(len(payload)), req.ContentLength)
+		require.Nil(t, req.GetBody, "the transport cannot replay what it cannot rewind")
+		require.Empty(t, req.Header.Values("Content-Encoding"))
 
 		key := claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship"}.IdempotencyKey()
 		for name, want := range map[string]string{
@@ -53,7 +55,7 @@ func TestRequest(t *testing.T) {
 			"Hookgate-Event-Id":   "evt_1",
 			"Hookgate-Event-Type": "invoice.paid",
 			"Hookgate-Route":      "ship",
-			"Hookgate-Attempt":    "3", // two attempts recorded before this one
+			"Hookgate-Attempt":    "3", // the number it is given
 			"Webhook-Id":          key,
 		} {
 			require.Equal(t, want, req.Header.Get(name), name)
@@ -63,7 +65,7 @@ func TestRequest(t *testing.T) {
 	t.Run("SignatureVerifiesWithTheOfficialLibrary", func(t *testing.T) {
 		t.Parallel()
 		r, _ := cfg.Route("ship")
-		req, err := w.request(context.Background(), r, d)
+		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
 		require.NoError(t, err)
@@ -84,7 +86,7 @@ func TestRequest(t *testing.T) {
 		r, _ := cfg.Route("mail")
 		md := d
 		md.Route, md.ContentType = "mail", ""
-		req, err := w.request(context.Background(), r, md)
+		req, err := w.request(context.Background(), r, md, 1)
 		require.NoError(t, err)
 		for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "Content-Type"} {
 			require.Empty(t, req.Header.Values(h), h)
@@ -92,12 +94,25 @@ func TestRequest(t *testing.T) {
 		require.Equal(t, claim.Key{Provider: "stripe", EventID: "evt_1", Route: "mail"}.IdempotencyKey(), req.Header.Get("Idempotency-Key"))
 	})
 
+	t.Run("ContentEncodingIsForwardedAsReceived", func(t *testing.T) {
+		t.Parallel()
+		r, _ := cfg.Route("mail")
+		md := d
+		md.Route, md.ContentEncoding = "mail", "gzip"
+		req, err := w.request(context.Background(), r, md, 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"gzip"}, req.Header.Values("Content-Encoding"))
+		body, err := io.ReadAll(req.Body)
+		require.NoError(t, err)
+		require.Equal(t, payload, body, "never decoded")
+	})
+
 	t.Run("ControlCharactersInTheEventTypeCannotBreakTheRequest", func(t *testing.T) {
 		t.Parallel()
 		r, _ := cfg.Route("mail")
 		md := d
 		md.Route, md.EventType = "mail", "invoice.paid\r\nX-Injected: 1"
-		req, err := w.request(context.Background(), r, md)
+		req, err := w.request(context.Background(), r, md, 1)
 		require.NoError(t, err)
 		require.Equal(t, "invoice.paid  X-Injected: 1", req.Header.Get("Hookgate-Event-Type"))
 		require.Empty(t, req.Header.Get("X-Injected"))

@@ -87,13 +87,18 @@ type Options struct {
 //
 // A worker that dies mid-call leaves its job running until River's rescuer
 // makes it retryable after worker.rescue_after; the next run sends the same
-// Idempotency-Key, and the downstream's dedupe absorbs the repeat. That
-// crashed attempt is not counted in the delivery's attempt_count, so the
-// Hookgate-Attempt number it carried is sent again. Likewise, when an
-// outcome cannot be recorded (the database is unreachable), Work returns an
-// error and River runs the job again, under the same key; if that was the
-// job's last attempt, River discards the job and the reconciler fails the
-// delivery.
+// Idempotency-Key, and the downstream's dedupe absorbs the repeat. Likewise,
+// when an outcome cannot be recorded (the database is unreachable), Work
+// returns an error and River runs the job again, under the same key; if that
+// was the job's last attempt, River discards the job and the reconciler
+// fails the delivery.
+//
+// Hookgate-Attempt is the delivery's attempt_base plus River's attempt
+// number for the job. River makes that number durable when it fetches the
+// job, so a crashed or unrecorded attempt still moves it on, and it costs no
+// commit of ours; attempt_base carries the numbers of the delivery's earlier
+// jobs (see claim.AttemptResult.Spent), so a reopen continues after them.
+// No number is sent twice for one delivery.
 type Worker struct {
 	river.WorkerDefaults[claim.DeliveryArgs]
 
@@ -252,10 +257,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
+	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
-	o := w.call(ctx, route, d)
+	o := w.call(ctx, route, d, attempt)
 	w.metrics.attempt(k.Route, time.Since(start))
-	log = log.With(slog.Int("attempt", d.AttemptCount+1), slog.Duration("duration", time.Since(start)))
+	log = log.With(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
 		log = log.With(slog.Int("status", o.status))
 	}
@@ -274,11 +280,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 }
 
 // call makes the one downstream request of this run and classifies its answer.
-func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery) outcome {
+func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery, attempt int) outcome {
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := w.request(ctx, r, d)
+	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		return outcome{verdict: rejected, reason: bound(err.Error())}
 	}
@@ -292,16 +298,26 @@ func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery) out
 	return responseOutcome(resp.StatusCode, resp.Header, head, w.now())
 }
 
-// request builds what the contract says the worker sends downstream.
-func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery) (*http.Request, error) {
+// request builds what the contract says the worker sends downstream, as
+// attempt number attempt.
+func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery, attempt int) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(d.Payload))
 	if err != nil {
 		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
 	}
+	// Without GetBody the transport cannot rewind the body, so it never
+	// sends the request again by itself: it would, on a reused connection
+	// that closed before answering, for any request with an
+	// Idempotency-Key. One attempt is at most one request.
+	req.GetBody = nil
 	key := d.Key().IdempotencyKey()
 	h := req.Header
 	if d.ContentType != "" {
 		h.Set("Content-Type", headerValue(d.ContentType))
+	}
+	if d.ContentEncoding != "" {
+		// The stored bytes are encoded so; they are forwarded as received.
+		h.Set("Content-Encoding", headerValue(d.ContentEncoding))
 	}
 	h.Set("User-Agent", "hookgate")
 	h.Set("Idempotency-Key", key)
@@ -309,7 +325,7 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery) 
 	h.Set("Hookgate-Event-Id", d.EventID)
 	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
 	h.Set("Hookgate-Route", d.Route)
-	h.Set("Hookgate-Attempt", strconv.Itoa(d.AttemptCount+1))
+	h.Set("Hookgate-Attempt", strconv.Itoa(attempt))
 	if wh := w.signers[r.Name]; wh != nil {
 		ts := w.now()
 		sig, err := wh.Sign(key, ts, d.Payload)
@@ -330,9 +346,10 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	d claim.Delivery, o outcome, attempted bool,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted}
+	// The job ends: its attempt numbers are spent.
+	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt}
 	if o.verdict != delivered {
-		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason}
+		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt}
 	}
 	result, err := w.ends.end(ctx, job, claim.Attempt{Key: k, Result: res})
 	switch result {
@@ -363,7 +380,7 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 	d claim.Delivery, o outcome,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	err := w.record(ctx, k, o.reason)
+	err := w.record(ctx, k, o.reason, 0)
 	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
 		w.metrics.outcome(k.Route, OutcomeSkipped)
 		log.Warn("delivery was settled elsewhere during this run", slog.String("outcome", o.verdict.String()))
@@ -385,21 +402,26 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 // interrupted handles a call cut short because the worker is stopping. The
 // attempt is counted (the downstream may have seen it), and the context's
 // error is returned, which River takes as a shutdown: the job goes back to
-// the queue without using one of its attempts.
+// the queue without using one of its attempts. River then hands the
+// attempt's number back, so the record moves attempt_base on by one in its
+// place. When the record fails, a plain error is returned instead: River
+// keeps the attempt (and its number) used, and retries.
 func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o outcome) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	if err := w.record(ctx, k, "interrupted: the worker was stopping"); err != nil {
-		log.Warn("recording an interrupted attempt failed", slog.String("error", err.Error()))
+	if err := w.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
+		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))
+		return fmt.Errorf("attempt of %s interrupted and not recorded: %s", k, o.reason)
 	}
 	log.Info("attempt interrupted by shutdown; the job returns to the queue", slog.String("reason", o.reason))
 	return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
 }
 
-// record counts a failed attempt that leaves the delivery processing.
-func (w *Worker) record(ctx context.Context, k claim.Key, reason string) error {
+// record counts a failed attempt that leaves the delivery processing, and
+// adds spent to its attempt_base.
+func (w *Worker) record(ctx context.Context, k claim.Key, reason string, spent int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason})
+		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 	})
 }

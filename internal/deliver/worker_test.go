@@ -353,3 +353,45 @@ func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 		require.Equal(t, claim.DeliveryCompleted, d.Status, d.Route)
 	}
 }
+
+// TestHookgateAttemptNeverRepeats: a run after a crashed one (River counted
+// the crashed attempt when it fetched the job) sends the next number, and a
+// reopen's new job continues after the numbers of the job before it.
+func TestHookgateAttemptNeverRepeats(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(n int, _ *http.Request) int {
+		if n == 1 {
+			return http.StatusUnprocessableEntity // fails the delivery at once
+		}
+		return http.StatusOK
+	})
+	ctx := t.Context()
+	b.claimed(t, "evt_num", "ship")
+	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})
+	require.NoError(t, err)
+	// runAs runs the job that is not yet finalized as River's fetch number attempt would.
+	runAs := func(attempt int) {
+		t.Helper()
+		var id int64
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = $1, attempted_at = now()
+WHERE kind = $2 AND finalized_at IS NULL RETURNING id`, attempt, claim.DeliveryKind).Scan(&id))
+		row, err := b.client.JobGet(ctx, id)
+		require.NoError(t, err)
+		job := &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: "stripe", EventID: "evt_num", Route: "ship"}}
+		require.NoError(t, w.Work(rivertest.WorkContext(ctx, b.client), job))
+	}
+
+	runAs(2) // the first fetch's run was killed mid-call, unrecorded
+	require.Equal(t, claim.DeliveryFailed, delivery(t, b.db.Pool, "evt_num", "ship").Status)
+	n, err := b.store.Reopen(ctx, "stripe", "evt_num", false)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	runAs(1) // the reopen's job, first fetch
+	require.Equal(t, claim.DeliveryCompleted, delivery(t, b.db.Pool, "evt_num", "ship").Status)
+
+	var got []string
+	for _, r := range b.down.received() {
+		got = append(got, r.header.Get("Hookgate-Attempt"))
+	}
+	require.Equal(t, []string{"2", "3"}, got)
+}

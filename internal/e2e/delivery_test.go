@@ -94,7 +94,8 @@ func TestWorkerDownWhenEventIsClaimed(t *testing.T) {
 // having performed the effect, holds its answer. River rescues the job after
 // rescue_after; the retry carries the same key and the downstream dedupes it.
 // The rescue needs the new worker to become River's leader, which waits out
-// the dead one's leadership (about 15s).
+// the dead one's leadership (about 15s). The retry carries the next
+// Hookgate-Attempt: River counted the crashed attempt when it fetched the job.
 func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "ship", events: []string{"*"}, timeout: 2 * time.Second}},
@@ -132,6 +133,8 @@ func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	calls := s.down.callsFor(key(e.id, "ship"))
 	require.Len(t, calls, 2, "the rescued job tried once more")
 	require.Equal(t, calls[0].key, calls[1].key)
+	require.Equal(t, []string{"1", "2"}, s.down.attempts(key(e.id, "ship")),
+		"the crashed attempt's number is not sent again")
 	require.Equal(t, 1, s.down.effectsOf(key(e.id, "ship")), "the downstream deduplicated the repeat")
 	require.Equal(t, 1, deliveryOf(t, ds, "ship").AttemptCount, "only the rescued attempt was recorded")
 	require.Equal(t, 1, c.AttemptCount)

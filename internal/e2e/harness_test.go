@@ -72,6 +72,15 @@ var (
 // provider is the name of the test's Standard Webhooks provider.
 const provider = "sw"
 
+// The test's GitHub and Shopify providers, whose signatures cover only the
+// body; their secrets are githubSecret and shopifySecret.
+const (
+	githubProvider  = "gh"
+	shopifyProvider = "shop"
+	githubSecret    = "e2e github secret"
+	shopifySecret   = "e2e shopify secret"
+)
+
 // route describes one route of a stack's config; its URL is the stack's
 // downstream at /NAME.
 type route struct {
@@ -84,6 +93,7 @@ type route struct {
 	signed      bool
 	businessKey []string // business_key sources; none when nil
 	concurrency int      // default worker.concurrency
+	provider    string   // default provider (sw)
 }
 
 // setting overrides one worker setting of a stack's config, or, with a key
@@ -107,6 +117,7 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 	down := newDownstream(t)
 	s := &stack{t: t, db: db, store: claim.NewStore(db.Pool, nil, nil), down: down}
 
+	ingest := map[string]string{"claim_timeout": "10s"}
 	worker := map[string]string{
 		"concurrency":        "8",
 		"rescue_after":       "30s",
@@ -119,10 +130,18 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 			retention = append(retention, setting{name, st.value})
 			continue
 		}
+		if k, ok := strings.CutPrefix(st.key, "ingest."); ok {
+			ingest[k] = st.value
+			continue
+		}
 		worker[st.key] = st.value
 	}
 	var b strings.Builder
-	b.WriteString("ingest:\n  claim_timeout: 10s\nworker:\n")
+	b.WriteString("ingest:\n")
+	for k, v := range ingest {
+		fmt.Fprintf(&b, "  %s: %s\n", k, v)
+	}
+	b.WriteString("worker:\n")
 	for _, k := range []string{"concurrency", "rescue_after", "shutdown_timeout", "reconcile_interval"} {
 		fmt.Fprintf(&b, "  %s: %s\n", k, worker[k])
 	}
@@ -132,11 +151,14 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 			fmt.Fprintf(&b, "  %s: %s\n", st.key, st.value)
 		}
 	}
-	fmt.Fprintf(&b, "providers:\n  - name: %s\n    scheme: standard-webhooks\n    secrets_env: [E2E_PROVIDER_SECRET]\n    on_failed_redelivery: reopen\nroutes:\n", provider)
+	fmt.Fprintf(&b, "providers:\n  - name: %s\n    scheme: standard-webhooks\n    secrets_env: [E2E_PROVIDER_SECRET]\n    on_failed_redelivery: reopen\n", provider)
+	fmt.Fprintf(&b, "  - name: %s\n    scheme: github\n    secrets_env: [E2E_GITHUB_SECRET]\n", githubProvider)
+	fmt.Fprintf(&b, "  - name: %s\n    scheme: shopify\n    secrets_env: [E2E_SHOPIFY_SECRET]\n", shopifyProvider)
+	b.WriteString("routes:\n")
 	for _, r := range routes {
 		events, _ := json.Marshal(r.events)
 		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
-			r.name, provider, events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
+			r.name, cmpStr(r.provider, provider), events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
 			cmpDur(r.initial, 10*time.Millisecond), cmpDur(r.max, time.Second))
 		if r.businessKey != nil {
 			sources, _ := json.Marshal(r.businessKey)
@@ -166,6 +188,8 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		"HOOKGATE_LOG_FORMAT=text",
 		"E2E_PROVIDER_SECRET=" + providerSecret,
 		"E2E_ROUTE_SECRET=" + routeSecret,
+		"E2E_GITHUB_SECRET=" + githubSecret,
+		"E2E_SHOPIFY_SECRET=" + shopifySecret,
 	}
 	return s
 }
