@@ -9,14 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// liveJobSQL is true when a delivery has a job River will still run. It
-// finds the job through River's GIN index on args.
-const liveJobSQL = `EXISTS (
-    SELECT 1 FROM river_job j
-    WHERE j.kind = '` + DeliveryKind + `'
-      AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
-      AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
-
 // ReconcileResult counts what one Reconcile pass did.
 type ReconcileResult struct {
 	Requeued int
@@ -81,11 +73,7 @@ func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error
 SELECT d.status = 'processing' AND NOT `+liveJobSQL+`,
        CASE WHEN j.finalized_at >= d.updated_at THEN j.state::text END, j.attempt
 FROM webhook_deliveries d
-LEFT JOIN LATERAL (
-    SELECT state, attempt, finalized_at FROM river_job j
-    WHERE j.kind = '`+DeliveryKind+`'
-      AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
-    ORDER BY j.id DESC LIMIT 1) j ON true
+LEFT JOIN LATERAL `+latestJobSQL+` j ON true
 WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.EventID, k.Route).Scan(&orphan, &lastState, &lastAttempts)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !orphan) {
 			return ErrConflict

@@ -5,13 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookgate/hookgate/internal/claim"
 )
@@ -112,47 +107,28 @@ func (c *completer) run(batch []*ending) ([]endResult, error) {
 	for i, e := range batch {
 		ids[i], attempts[i] = e.job.ID, int32(e.job.Attempt)
 	}
-	rows, err := tx.Query(ctx, `
-SELECT j.id FROM river_job j
-JOIN unnest($1::bigint[], $2::int[]) AS v(id, attempt) ON j.id = v.id AND j.attempt = v.attempt
-WHERE j.state = 'running'
-ORDER BY j.id
-FOR UPDATE OF j`, ids, attempts)
+	live, err := claim.LockRunningJobs(ctx, tx, ids, attempts)
 	if err != nil {
-		return results, fmt.Errorf("locking %d jobs: %w", len(batch), err)
-	}
-	live, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return results, fmt.Errorf("locking %d jobs: %w", len(batch), err)
+		return results, err
 	}
 
 	var record []claim.Attempt
 	var recordIdx []int
-	complete := &riverdriver.JobSetStateIfRunningManyParams{}
-	now := time.Now()
+	var complete []int64
 	for _, i := range order {
 		e := batch[i]
 		if !slices.Contains(live, e.job.ID) {
 			results[i] = rescued
 			continue
 		}
-		complete.ID = append(complete.ID, e.job.ID)
-		complete.Attempt = append(complete.Attempt, nil)
-		complete.ErrData = append(complete.ErrData, nil)
-		complete.FinalizedAt = append(complete.FinalizedAt, &now)
-		complete.MetadataDoMerge = append(complete.MetadataDoMerge, false)
-		complete.MetadataUpdates = append(complete.MetadataUpdates, nil)
-		complete.ScheduledAt = append(complete.ScheduledAt, nil)
-		complete.State = append(complete.State, rivertype.JobStateCompleted)
+		complete = append(complete, e.job.ID)
 		record = append(record, e.attempt)
 		recordIdx = append(recordIdx, i)
 	}
-	if len(complete.ID) > 0 {
-		// What river.JobCompleteTx does for one job, for all of them in one
-		// statement: the batch's whole point is to not pay per job.
-		if _, err := riverpgxv5.New(nil).UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, complete); err != nil {
-			return results, fmt.Errorf("completing %d jobs: %w", len(complete.ID), err)
-		}
+	// What river.JobCompleteTx does, for the batch in one statement (see
+	// claim.CompleteJobs on why not the public call per job).
+	if err := claim.CompleteJobs(ctx, tx, complete); err != nil {
+		return results, err
 	}
 	if len(record) > 0 {
 		recorded, err := claim.RecordAttempts(ctx, tx, record)
