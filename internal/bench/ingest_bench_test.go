@@ -41,9 +41,14 @@ providers:
   - name: stripe
     scheme: stripe
     secrets_env: [BENCH_STRIPE]
+    replay_guard: off
   - name: stripe-bk
     scheme: stripe
     secrets_env: [BENCH_STRIPE]
+  - name: stripe-guarded           # (a)'s provider with the replay guard on
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+    replay_guard: body
 routes:
   - name: ship-order
     provider: stripe
@@ -54,6 +59,10 @@ routes:
     events: ["invoice.*"]
     url: http://127.0.0.1:1/ship
     business_key: [type, "json:data.object.id"]
+  - name: ship-order-guarded
+    provider: stripe-guarded
+    events: ["invoice.*"]
+    url: http://127.0.0.1:1/ship
 `
 
 // phase is the outcome of one measured phase.
@@ -127,10 +136,12 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 //	    business key (type and data.object.id, distinct per event),
 //	(e) a quarter as many distinct events all sharing one business key
 //	    (all but one skipped),
+//	(f) unique signed events, as (a), to a provider with the replay guard on,
 //
-// each at the same concurrency, and reports (a)/(c), (b)/(a) and (d)/(a).
-// (a) and (d) run in turns, a quarter of each at a time. Each phase sends
-// BENCH_INGEST_EVENTS events (default 20000); run it with -benchtime 1x.
+// each at the same concurrency, and reports (a)/(c), (b)/(a), (d)/(a) and
+// (f)/(a) with (f)'s p99 against (a)'s. (a), (d) and (f) run in turns, an
+// eighth of each at a time. Each phase sends BENCH_INGEST_EVENTS events
+// (default 20000); run it with -benchtime 1x.
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
 	n := envInt("BENCH_INGEST_EVENTS", 20000)
@@ -205,11 +216,13 @@ func BenchmarkIngest(b *testing.B) {
 
 	post := func(s signed) error { return postTo(url, s) }
 	keyedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-bk"
+	guardedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-guarded"
 
-	unique, keyed, sharing := make([]signed, n), make([]signed, n), make([]signed, n/4)
+	unique, keyed, guarded, sharing := make([]signed, n), make([]signed, n), make([]signed, n), make([]signed, n/4)
 	for i := range unique {
 		unique[i] = sign(fmt.Sprintf("evt_unique_%d", i))
 		keyed[i] = sign(fmt.Sprintf("evt_keyed_%d", i))
+		guarded[i] = sign(fmt.Sprintf("evt_guarded_%d", i))
 	}
 	for i := range sharing {
 		sharing[i] = signAbout(fmt.Sprintf("evt_sharing_%d", i), "in_shared")
@@ -232,22 +245,28 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// (a) and (d) in turns, a quarter of each at a time, so that the
-	// machine's changing load and the tables' growth fall on both alike.
-	const turns = 4
+	// (a), (d) and (f) in turns, an eighth of each at a time and which goes
+	// first rotating, so that the machine's changing load and the tables'
+	// growth fall on all three alike.
+	const turns = 8
 	a := phase{name: "(a) unique events, HTTP"}
 	d := phase{name: "(d) unique events, business key, HTTP"}
+	f := phase{name: "(f) unique events, replay guard, HTTP"}
+	turnPhases := []struct {
+		p      *phase
+		url    string
+		events []signed
+	}{{&a, url, unique}, {&d, keyedURL, keyed}, {&f, guardedURL, guarded}}
 	for turn := range turns {
 		from, to := n*turn/turns, n*(turn+1)/turns
-		at, err := hammer("", to-from, func(i int) error { return post(unique[from+i]) })
-		if err != nil {
-			b.Fatal(err)
+		for k := range turnPhases {
+			tp := turnPhases[(turn+k)%len(turnPhases)]
+			q, err := hammer("", to-from, func(i int) error { return postTo(tp.url, tp.events[from+i]) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			*tp.p = tp.p.join(q)
 		}
-		dt, err := hammer("", to-from, func(i int) error { return postTo(keyedURL, keyed[from+i]) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, d = a.join(at), d.join(dt)
 	}
 	st, err := hammer("(b) one event id storm, HTTP", n, func(int) error { return post(storm) })
 	if err != nil {
@@ -263,7 +282,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_event_claims), (SELECT count(*) FROM river_job)`).Scan(&claims, &jobsN); err != nil {
 		b.Fatal(err)
 	}
-	want := 4*concurrency + n + 1 + n + n
+	want := 4*concurrency + n + 1 + n + n + n
 	// (e)'s events are claimed; all but the one holding the key have no job.
 	if claims != want+len(sharing) || jobsN != want+1 {
 		b.Fatalf("expected %d claims and %d jobs, found %d claims and %d jobs", want+len(sharing), want+1, claims, jobsN)
@@ -277,11 +296,13 @@ func BenchmarkIngest(b *testing.B) {
 	}
 
 	fmt.Fprintf(os.Stdout, "\ningest, %d concurrent connections, %d events per phase\n", concurrency, n)
-	for _, p := range []phase{a, st, c, d, e} {
+	for _, p := range []phase{a, st, c, d, e, f} {
 		fmt.Fprintln(os.Stdout, p)
 	}
-	fmt.Fprintf(os.Stdout, "ratio (a)/(c) = %.2f   (target >= 0.6)\nratio (b)/(a) = %.2f   (target >= 1.0)\nratio (d)/(a) = %.2f   (target >= 0.85)\n\n",
+	fmt.Fprintf(os.Stdout, "ratio (a)/(c) = %.2f   (target >= 0.6)\nratio (b)/(a) = %.2f   (target >= 1.0)\nratio (d)/(a) = %.2f   (target >= 0.85)\n",
 		a.rate()/c.rate(), st.rate()/a.rate(), d.rate()/a.rate())
+	fmt.Fprintf(os.Stdout, "ratio (f)/(a) = %.2f, p99 (f)/(a) = %.2f   (the replay guard: target >= 0.9 and <= 1.1)\n\n",
+		f.rate()/a.rate(), float64(f.pct(0.99))/float64(a.pct(0.99)))
 	b.ReportMetric(a.rate(), "unique_req/s")
 	b.ReportMetric(st.rate(), "storm_req/s")
 	b.ReportMetric(c.rate(), "bare_tx/s")
@@ -290,6 +311,9 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(d.rate()/a.rate(), "d/a")
 	b.ReportMetric(e.rate(), "shared_key_req/s")
 	b.ReportMetric(ms(a.pct(0.99)), "unique_p99_ms")
+	b.ReportMetric(f.rate(), "guarded_req/s")
+	b.ReportMetric(ms(f.pct(0.99)), "guarded_p99_ms")
+	b.ReportMetric(f.rate()/a.rate(), "f/a")
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
