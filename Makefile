@@ -48,9 +48,11 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run $(STATICCHECK) ./...
 
 .PHONY: fuzz
-fuzz: ## run each fuzz target for FUZZTIME (default 30s)
-	@for f in $$($(GO) test -list '^Fuzz' ./internal/verify | grep ^Fuzz); do \
-		$(GO) test ./internal/verify -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} || exit 1; \
+fuzz: ## run each fuzz target for FUZZTIME (default 30s); make test runs their seed corpora
+	@for p in ./internal/verify ./internal/ingest; do \
+		for f in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
+			$(GO) test $$p -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} || exit 1; \
+		done; \
 	done
 
 .PHONY: bench
