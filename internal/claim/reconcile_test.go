@@ -81,6 +81,16 @@ func TestReconcile(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, claim.ReconcileResult{Requeued: 2, Failed: 3}, res)
 
+		// The numbers the finalized jobs used are spent: a later job's
+		// Hookgate-Attempt continues after them (a discarded job's last
+		// attempt was never recorded).
+		for id, want := range map[string]int{"evt_lost": 0, "evt_completed_job": 1, "evt_discarded": 10} {
+			var base int
+			require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT attempt_base FROM webhook_deliveries
+WHERE provider = 'stripe' AND event_id = $1 AND route = 'ship'`, id).Scan(&base))
+			require.Equal(t, want, base, id)
+		}
+
 		for _, id := range []string{"evt_lost", "evt_completed_job"} {
 			c, ds := b.get(t, id)
 			require.Equal(t, claim.Processing, c.Status, id)
