@@ -69,32 +69,14 @@ func (s *Store) deliveryJob(provider, eventID, route string) river.InsertManyPar
 // so that a large backlog is never locked by one long transaction.
 const moveBatch = 1000
 
-// moveJobsSQL moves up to $3 waiting delivery jobs that are not on their
-// route's queue to it: the queue $2 pairs with their route in $1, or the
-// default queue for a route not listed. Running jobs are left alone, and
-// so are jobs locked at that moment (a worker fetching them): SKIP LOCKED.
-const moveJobsSQL = `
-WITH target AS (
-    SELECT route, queue FROM unnest($1::text[], $2::text[]) AS t(route, queue)
-), moving AS (
-    SELECT j.id, coalesce(t.queue, '` + river.QueueDefault + `') AS queue
-    FROM river_job j LEFT JOIN target t ON t.route = j.args->>'route'
-    WHERE j.kind = '` + DeliveryKind + `'
-      AND j.state IN ('available', 'pending', 'retryable', 'scheduled')
-      AND j.queue <> coalesce(t.queue, '` + river.QueueDefault + `')
-    LIMIT $3
-    FOR UPDATE OF j SKIP LOCKED
-)
-UPDATE river_job j SET queue = moving.queue FROM moving WHERE j.id = moving.id`
-
 // MoveJobsToRouteQueues puts every waiting delivery job on the queue it
 // belongs to given routes, the names of the configured routes: its route's
 // queue, or the default queue for a route not among them. It is how jobs
 // enqueued on the default queue before routes had queues come under their
 // route's concurrency and pause, and how the jobs of a route removed from
 // the configuration reach a queue that workers still work. River has no
-// call that changes a job's queue, so this updates river_job itself; it is
-// safe while workers run. It returns how many jobs it moved.
+// call that changes a job's queue, so this updates river_job itself (see
+// moveJobsSQL); it is safe while workers run. It returns how many jobs it moved.
 func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int, error) {
 	queues := make([]string, len(routes))
 	for i, r := range routes {
@@ -155,18 +137,6 @@ FROM webhook_event_claims c
 JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
 WHERE c.status IN ('processing', 'failed') AND d.route = ANY($1)
 GROUP BY d.route`
-
-// routeJobsSQL counts the unfinished delivery jobs of routes, on whatever
-// queue they are.
-const routeJobsSQL = `
-SELECT args->>'route',
-       count(*) FILTER (WHERE state = 'available'),
-       count(*) FILTER (WHERE state = 'retryable'),
-       count(*) FILTER (WHERE state = 'running')
-FROM river_job
-WHERE kind = '` + DeliveryKind + `' AND state IN ('available', 'retryable', 'running')
-  AND args->>'route' = ANY($1)
-GROUP BY 1`
 
 // RouteStates returns the state of each of routes, in that order.
 func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]RouteState, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -33,6 +34,36 @@ const latestJobSQL = `(
     WHERE j.kind = '` + DeliveryKind + `'
       AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
     ORDER BY j.id DESC LIMIT 1)`
+
+// moveJobsSQL moves up to $3 waiting delivery jobs that are not on their
+// route's queue to it: the queue $2 pairs with their route in $1, or the
+// default queue for a route not listed. Running jobs are left alone, and
+// so are jobs locked at that moment (a worker fetching them): SKIP LOCKED.
+const moveJobsSQL = `
+WITH target AS (
+    SELECT route, queue FROM unnest($1::text[], $2::text[]) AS t(route, queue)
+), moving AS (
+    SELECT j.id, coalesce(t.queue, '` + river.QueueDefault + `') AS queue
+    FROM river_job j LEFT JOIN target t ON t.route = j.args->>'route'
+    WHERE j.kind = '` + DeliveryKind + `'
+      AND j.state IN ('available', 'pending', 'retryable', 'scheduled')
+      AND j.queue <> coalesce(t.queue, '` + river.QueueDefault + `')
+    LIMIT $3
+    FOR UPDATE OF j SKIP LOCKED
+)
+UPDATE river_job j SET queue = moving.queue FROM moving WHERE j.id = moving.id`
+
+// routeJobsSQL counts the unfinished delivery jobs of routes, on whatever
+// queue they are.
+const routeJobsSQL = `
+SELECT args->>'route',
+       count(*) FILTER (WHERE state = 'available'),
+       count(*) FILTER (WHERE state = 'retryable'),
+       count(*) FILTER (WHERE state = 'running')
+FROM river_job
+WHERE kind = '` + DeliveryKind + `' AND state IN ('available', 'retryable', 'running')
+  AND args->>'route' = ANY($1)
+GROUP BY 1`
 
 // LockRunningJobs locks, in tx, the rows of the jobs among ids that are still
 // running attempt attempts[i] (River's fence: river.JobCompleteTx alone would
