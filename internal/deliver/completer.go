@@ -8,6 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookgate/hookgate/internal/batch"
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
@@ -16,17 +17,22 @@ const maxBatch = 128
 
 // completer ends delivery jobs: each job's final outcome is written in the
 // transaction that completes the job. Concurrent ends share a transaction
-// (see combiner), so that a hundred deliveries finishing together cost one
+// (see batch.Combiner), so that a hundred deliveries finishing together cost one
 // commit rather than a hundred; commits, not statements, are what bound a
 // worker's rate.
 type completer struct {
 	db    DB
-	batch combiner[*ending, endResult]
+	batch batch.Combiner[*ending, endResult]
 }
 
-func newCompleter(db DB, metrics *Metrics) *completer {
+// newCompleter returns a completer whose transactions each take at most
+// timeout. A database that stops answering fails every end waiting at once:
+// none waits longer than twice timeout (see batch.Combiner), and the jobs
+// return an error, so River runs them again once it answers.
+func newCompleter(db DB, metrics *Metrics, timeout time.Duration) *completer {
 	c := &completer{db: db}
-	c.batch = combiner[*ending, endResult]{max: maxBatch, run: c.run, observe: metrics.batch}
+	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Timeout: timeout, Run: c.run,
+		Isolate: claim.Refused, Observe: metrics.batch}
 	return c
 }
 
@@ -54,9 +60,12 @@ const (
 )
 
 // end records a's outcome and completes job in one transaction, shared
-// with whatever other ends are pending.
+// with whatever other ends are pending. It waits for that transaction
+// however the job's own context ends (an answer that arrived as the worker
+// began to stop is still written down), but no longer than the batch's
+// bound.
 func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
-	r, err := c.batch.do(&ending{ctx: ctx, job: job, attempt: a})
+	r, err := c.batch.Do(context.WithoutCancel(ctx), &ending{ctx: ctx, job: job, attempt: a})
 	if err != nil {
 		return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
 	}
@@ -67,12 +76,8 @@ func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs],
 // jobs still running the attempt that ended (River's fence: a job rescued
 // meanwhile is left alone and its delivery untouched), complete those jobs,
 // record their outcomes, commit.
-func (c *completer) run(batch []*ending) ([]endResult, error) {
+func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, error) {
 	results := make([]endResult, len(batch))
-	// Detached from the jobs' cancellation: an answer that arrived as the
-	// worker began to stop is still written down.
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	defer cancel()
 	tx, err := c.db.Begin(ctx)
 	if err != nil {
 		return results, err

@@ -78,7 +78,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	require.NoError(t, err)
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
-	c := newCompleter(gdb, nil)
+	c := newCompleter(gdb, nil, recordTimeout)
 	results := make([]endResult, len(keys))
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
@@ -90,9 +90,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 		})
 	}
 	require.Eventually(t, func() bool {
-		c.batch.mu.Lock()
-		defer c.batch.mu.Unlock()
-		return len(c.batch.pending) == len(keys)-1
+		return c.batch.Waiting() == len(keys)-1
 	}, 10*time.Second, time.Millisecond, "all but the leader's end are queued behind its transaction")
 	close(gdb.gate)
 	wg.Wait()
@@ -136,53 +134,11 @@ func (panickyDB) Begin(context.Context) (pgx.Tx, error) { panic("boom") }
 // with an error instead of leaving them, and every later end, waiting.
 func TestCompleterSurvivesAPanic(t *testing.T) {
 	t.Parallel()
-	c := newCompleter(panickyDB{}, nil)
+	c := newCompleter(panickyDB{}, nil, recordTimeout)
 	job := &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, State: rivertype.JobStateRunning}}
 	for range 2 {
 		res, err := c.end(context.Background(), job, claim.Attempt{Key: claim.Key{Provider: "p", EventID: "e", Route: "r"}})
 		require.Equal(t, failedToRecord, res)
-		require.ErrorContains(t, err, "panicked: boom")
-	}
-	require.False(t, c.batch.busy, "the lead was released")
-}
-
-// TestCombinerRetriesAFailedBatchCallByCall: when a batch fails, each of
-// its calls is run on its own, so only the bad one fails.
-func TestCombinerRetriesAFailedBatchCallByCall(t *testing.T) {
-	t.Parallel()
-	gate := make(chan struct{})
-	var batches atomic.Int32
-	c := &combiner[int, int]{max: 10, run: func(in []int) ([]int, error) {
-		if batches.Add(1) == 1 {
-			<-gate // hold the first batch so the others queue up
-		}
-		out := make([]int, len(in))
-		for i, v := range in {
-			if v == 3 {
-				return nil, fmt.Errorf("bad input %d", v)
-			}
-			out[i] = v * 10
-		}
-		return out, nil
-	}}
-	outs, errs := make([]int, 5), make([]error, 5)
-	var wg sync.WaitGroup
-	for i := range 5 {
-		wg.Go(func() { outs[i], errs[i] = c.do(i) })
-	}
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.pending) == 4
-	}, 10*time.Second, time.Millisecond)
-	close(gate)
-	wg.Wait()
-	for i := range 5 {
-		if i == 3 {
-			require.ErrorContains(t, errs[i], "bad input 3")
-			continue
-		}
-		require.NoError(t, errs[i])
-		require.Equal(t, i*10, outs[i])
+		require.ErrorContains(t, err, "panicked: boom", "the second end ran too: the first released the batch")
 	}
 }

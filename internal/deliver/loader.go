@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/batch"
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
@@ -17,21 +18,23 @@ const loadTimeout = 10 * time.Second
 
 // loader reads the deliveries jobs are about to attempt. River starts jobs
 // in bursts (a fetch of up to worker.concurrency at a time), so their loads
-// share queries (see combiner) instead of queueing for connections one by one.
+// share queries (see batch.Combiner) instead of queueing for connections one by one.
 type loader struct {
 	db    DB
-	batch combiner[claim.Key, *claim.Delivery]
+	batch batch.Combiner[claim.Key, *claim.Delivery]
 }
 
 func newLoader(db DB) *loader {
 	l := &loader{db: db}
-	l.batch = combiner[claim.Key, *claim.Delivery]{max: loadBatch, run: l.run}
+	l.batch = batch.Combiner[claim.Key, *claim.Delivery]{Max: loadBatch, Timeout: loadTimeout, Run: l.run,
+		Isolate: claim.Refused}
 	return l
 }
 
 // load returns the delivery k with its claim's payload, or claim.ErrNotFound.
-func (l *loader) load(k claim.Key) (claim.Delivery, error) {
-	d, err := l.batch.do(k)
+// It gives up when ctx ends.
+func (l *loader) load(ctx context.Context, k claim.Key) (claim.Delivery, error) {
+	d, err := l.batch.Do(ctx, k)
 	if err != nil {
 		return claim.Delivery{}, err
 	}
@@ -41,8 +44,6 @@ func (l *loader) load(k claim.Key) (claim.Delivery, error) {
 	return *d, nil
 }
 
-func (l *loader) run(keys []claim.Key) ([]*claim.Delivery, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
-	defer cancel()
+func (l *loader) run(ctx context.Context, keys []claim.Key) ([]*claim.Delivery, error) {
 	return claim.LoadDeliveries(ctx, l.db, keys)
 }

@@ -128,7 +128,7 @@ func NewWorker(o Options) (*Worker, error) {
 		signers: map[string]*standardwebhooks.Webhook{},
 		db:      o.DB,
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics),
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
 		client:  o.HTTPClient,
 		logger:  o.Logger,
 		metrics: o.Metrics,
@@ -231,7 +231,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
 		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
 
-	d, err := w.loads.load(k)
+	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
 		w.metrics.outcome(k.Route, OutcomeSkipped)
 		log.Warn("delivery no longer exists; job ends without a call")

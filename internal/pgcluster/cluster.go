@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Cluster is one running (or stopped) throwaway cluster.
@@ -167,4 +168,49 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Freeze stops the server and every backend with SIGSTOP, as a hung host
+// would: connections stay open and nothing answers. The returned thaw
+// resumes them (SIGCONT); call it before Stop or Remove.
+func (c *Cluster) Freeze() (thaw func(), err error) {
+	pids, err := c.pids()
+	if err != nil {
+		return nil, err
+	}
+	signal(pids, syscall.SIGSTOP)
+	return func() { signal(pids, syscall.SIGCONT) }, nil
+}
+
+// pids returns the postmaster's pid and its children's.
+func (c *Cluster) pids() ([]int, error) {
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "postmaster.pid"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the server's pid: %w", err)
+	}
+	master, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	if err != nil {
+		return nil, fmt.Errorf("reading the server's pid: %w", err)
+	}
+	pids := []int{master}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesized command: state, ppid, ...
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(master) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+func signal(pids []int, sig syscall.Signal) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+	}
 }
