@@ -24,6 +24,14 @@ import (
 const usage = `ingest [--config FILE] [--listen ADDR]
        ingest migrate [--config FILE]`
 
+// insertNotifyCooldown is the River client's FetchCooldown. Ingest never
+// fetches, but River also uses it to rate-limit the NOTIFY that wakes
+// workers after a job insert, per inserting client: at River's 100 ms
+// default, most events at a light load wait for a worker's next poll
+// instead. 1 ms is River's minimum; under load the wake-ups stay at most
+// a thousand a second per process.
+const insertNotifyCooldown = time.Millisecond
+
 // shutdownGrace bounds how long in-flight requests may take to finish after
 // SIGTERM before the server closes their connections.
 const shutdownGrace = 30 * time.Second
@@ -55,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg.Ingest.Listen = cmp.Or(common.Listen, cfg.Ingest.Listen)
 
 	// Insert-only: never started, no workers, so ingest links no worker code.
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, FetchCooldown: insertNotifyCooldown})
 	if err != nil {
 		return fmt.Errorf("creating job client: %w", err)
 	}
