@@ -34,16 +34,16 @@ const DefaultTimeout = 10 * time.Second
 //     split in halves and each half run again, until the calls at fault are
 //     alone. Only they fail.
 //   - Any other error (a lost connection, a timeout: the database is not
-//     answering) fails every call of the batch at once, and every call still
-//     waiting for a batch, with that error. Nothing is run again call by call.
+//     answering) fails every call of the batch at once with that error.
+//     Nothing is run again call by call.
 //
 // A batch, its retries and splits included, runs under one deadline of
-// Timeout. So when the database stops answering, no call waits longer than
-// twice Timeout: at most the rest of the batch in flight when it arrived,
-// then its own (or the failure of the next one, which releases it too).
-// A caller's own context bounds its wait further: when it ends, Do returns
-// at once with the context's error. A call already taken into a batch may
-// still be carried out by it; its caller only no longer hears how it went.
+// Timeout. So when the database stops answering, a call waits at most the
+// rest of the batch in flight when it arrived, then its own: twice Timeout,
+// when no more than Max calls wait ahead of it. Callers bound their wait
+// with their context: when it ends, Do returns at once with the context's
+// error. A call already taken into a batch may still be carried out by it;
+// its caller only no longer hears how it went.
 //
 // A Combiner must not be copied after first use.
 type Combiner[In, Out any] struct {
@@ -157,17 +157,8 @@ func (c *Combiner[In, Out]) drain() {
 			c.Observe(len(calls))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.Timeout, DefaultTimeout))
-		outage := c.settle(ctx, calls)
+		_ = c.settle(ctx, calls)
 		cancel()
-		if outage != nil {
-			// The database is not answering: the calls waiting behind this
-			// batch would only wait as long again to hear the same.
-			c.mu.Lock()
-			waiting := c.pending
-			c.pending = nil
-			c.mu.Unlock()
-			fail(waiting, outage)
-		}
 	}
 }
 

@@ -23,14 +23,15 @@ const maxBatch = 128
 type completer struct {
 	db    DB
 	batch batch.Combiner[*ending, endResult]
+	wait  time.Duration // the longest an end waits for its transaction
 }
 
 // newCompleter returns a completer whose transactions each take at most
-// timeout. A database that stops answering fails every end waiting at once:
-// none waits longer than twice timeout (see batch.Combiner), and the jobs
-// return an error, so River runs them again once it answers.
+// timeout. When the database stops answering, a batch fails all its ends at
+// once, and no end waits longer than twice timeout: the batch in flight,
+// then its own. The jobs return an error, and River runs them again.
 func newCompleter(db DB, metrics *Metrics, timeout time.Duration) *completer {
-	c := &completer{db: db}
+	c := &completer{db: db, wait: 2 * timeout}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Timeout: timeout, Run: c.run,
 		Isolate: claim.Refused, Observe: metrics.batch}
 	return c
@@ -62,10 +63,11 @@ const (
 // end records a's outcome and completes job in one transaction, shared
 // with whatever other ends are pending. It waits for that transaction
 // however the job's own context ends (an answer that arrived as the worker
-// began to stop is still written down), but no longer than the batch's
-// bound.
+// began to stop is still written down), but no longer than c.wait.
 func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
-	r, err := c.batch.Do(context.WithoutCancel(ctx), &ending{ctx: ctx, job: job, attempt: a})
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.wait)
+	defer cancel()
+	r, err := c.batch.Do(wctx, &ending{ctx: ctx, job: job, attempt: a})
 	if err != nil {
 		return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
 	}
