@@ -36,8 +36,8 @@ const insertNotifyCooldown = time.Millisecond
 // SIGTERM before the server closes their connections.
 const shutdownGrace = 30 * time.Second
 
-// run wires config → pool → insert-only River client → claim store → HTTP
-// server, serves until ctx ends, then drains in reverse order.
+// run wires config → pool → insert-only River client → claim store and its
+// group commit → HTTP server, serves until ctx ends, then drains in reverse order.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
 	var common cli.Common
@@ -71,7 +71,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := ingest.New(cfg, secrets, store, pool, logger, reg)
+	batchSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "hookgate", Name: "ingest_claim_batch_size",
+		Help:    "Events claimed per shared claim transaction (group commit).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
+	claims := claim.NewGroup(store, cfg.Ingest.ClaimTimeout.D(), func(n int) { batchSize.Observe(float64(n)) })
+	reg.MustRegister(batchSize, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hookgate", Name: "ingest_claims_waiting",
+		Help: "Verified events waiting for a claim transaction to take them.",
+	}, func() float64 { return float64(claims.Waiting()) }))
+	srv, err := ingest.New(cfg, secrets, claims, pool, logger, reg)
 	if err != nil {
 		return err
 	}
