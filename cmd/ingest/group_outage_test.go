@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,18 +12,27 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
 // TestGroupCommitNoAckBeforeCommit kills Postgres (a cluster of the test's
 // own) while a shared claim transaction of five requests is committing:
 // its statement ran, and a deferred trigger holds the commit. None of the
 // five hears 2xx; all hear 503, and none of their claims exists once
-// Postgres is back. The request of the batch before, which committed, got
-// its 200.
+// Postgres is back. The requests of the batches before, which committed,
+// got their 200.
 func TestGroupCommitNoAckBeforeCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cluster, s := startOnOwnCluster(t)
+	cluster := dbtest.NewCluster(t)
+	url := cluster.URL("postgres")
+	require.NoError(t, run(context.Background(), []string{"ingest", "migrate"}, func(k string) string {
+		return map[string]string{"DATABASE_URL": url}[k]
+	}, &bytes.Buffer{}, &bytes.Buffer{}))
+	// A claim_timeout long enough for the test to line the batches up on a
+	// loaded machine.
+	s := startWith(t, url, strings.Replace(testConfig, "claim_timeout: 2s", "claim_timeout: 30s", 1), nil)
 	require.Equal(t, accepted, s.post(t, signStripe(stripeEvent("evt_warm", "invoice.paid"), stripeSecret, time.Now())).body)
 
 	// Commits of evt_slow_* claims wait in a deferred trigger, after the
@@ -37,12 +47,15 @@ CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON webhook_event_claims
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_commit();`)
 	require.NoError(t, err)
 
-	// Hold one batch on a key the test inserted without committing, so the
-	// five requests queue behind it and then share the next batch.
+	// Hold every claim transaction ingest runs at once (four) on keys the
+	// test inserted without committing, so the five requests queue behind
+	// them and then share the next batch.
+	const held = 4
 	tx, err := s.pool.Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
 	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload)
-VALUES ('stripe', 'evt_hold', 'invoice.paid', 'processing', '{}')`)
+SELECT 'stripe', 'evt_hold_' || i, 'invoice.paid', 'processing', '{}' FROM generate_series(0, $1 - 1) AS i`, held)
 	require.NoError(t, err)
 
 	replies := map[string]int{}
@@ -56,30 +69,35 @@ VALUES ('stripe', 'evt_hold', 'invoice.paid', 'processing', '{}')`)
 			replies[id] = r.status
 		})
 	}
-	send("evt_hold")
-	require.Eventually(t, func() bool {
-		return s.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`) == 1
-	}, 10*time.Second, 5*time.Millisecond, "the first batch waits on the test's insert")
+	for i := range held {
+		// One at a time, so that each is a batch of its own.
+		send(fmt.Sprintf("evt_hold_%d", i))
+		require.Eventually(t, func() bool {
+			return s.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`) == i+1
+		}, 20*time.Second, 5*time.Millisecond, "batch %d waits on the test's insert", i)
+	}
 	for i := range 5 {
 		send(fmt.Sprintf("evt_slow_%d", i))
 	}
 	require.Eventually(t, func() bool { return s.metric(t, "hookgate_ingest_claims_waiting") == "5" },
-		10*time.Second, 5*time.Millisecond, "the five wait for the next batch")
+		20*time.Second, 5*time.Millisecond, "the five wait for the next batch")
 	require.NoError(t, tx.Rollback(ctx))
 	require.Eventually(t, func() bool {
 		return s.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'`) == 1
-	}, 10*time.Second, 5*time.Millisecond, "the five's batch is committing")
+	}, 20*time.Second, 5*time.Millisecond, "the five's batch is committing")
 	require.NoError(t, cluster.Kill(ctx))
 	wg.Wait()
 
-	require.Equal(t, http.StatusOK, replies["evt_hold"], "the batch before committed")
+	for i := range held {
+		require.Equal(t, http.StatusOK, replies[fmt.Sprintf("evt_hold_%d", i)], "the batches before committed")
+	}
 	for i := range 5 {
 		require.Equal(t, http.StatusServiceUnavailable, replies[fmt.Sprintf("evt_slow_%d", i)], "no 2xx without the commit")
 	}
 
 	require.NoError(t, cluster.Restart(ctx))
 	s.waitReady(t)
-	// (evt_hold's claim is not looked for: the throwaway cluster runs with
+	// (evt_hold_*'s claims are not looked for: the throwaway cluster runs with
 	// synchronous_commit off, so an immediate kill may lose a commit.)
 	for i := range 5 {
 		_, ok := s.claimRow(t, "stripe", fmt.Sprintf("evt_slow_%d", i))

@@ -148,9 +148,15 @@ func setup(t *testing.T) bundle {
 // start runs ingest against databaseURL on a free port and waits for /healthz.
 func start(t *testing.T, databaseURL string, override map[string]string) *server {
 	t.Helper()
+	return startWith(t, databaseURL, testConfig, override)
+}
+
+// startWith is start with a config of the test's own.
+func startWith(t *testing.T, databaseURL, config string, override map[string]string) *server {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "hookgate.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(testConfig), 0o600))
+	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
 	env := testEnv(databaseURL)
 	for k, v := range override {
 		env[k] = v

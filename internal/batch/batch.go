@@ -19,10 +19,10 @@ const DefaultTimeout = 10 * time.Second
 
 // Combiner batches concurrent calls of Do and runs them with Run.
 //
-// There is no timer: a call that finds nothing in flight runs at once, in a
-// batch of one. Calls that arrive while a batch runs wait for it, and then
-// run together as the next batch (up to Max). Batches run one after another
-// on a goroutine that lives only while there are calls; no caller runs
+// There is no timer: a call that finds fewer than Concurrency batches in
+// flight runs at once, in a batch of one. Calls that arrive while that many
+// run wait, and then run together as the next batch (up to Max). Batches
+// run on goroutines that live only while there are calls; no caller runs
 // others' work.
 //
 // How a batch fails decides what its callers hear:
@@ -49,6 +49,10 @@ const DefaultTimeout = 10 * time.Second
 type Combiner[In, Out any] struct {
 	// Max caps how many calls one batch carries. Zero means 64.
 	Max int
+	// Concurrency is how many batches may run at once. Zero means one. More
+	// lets a batch execute while another waits for its commit to be flushed;
+	// a call still runs at once whenever fewer batches than this run.
+	Concurrency int
 	// Timeout bounds each batch, its retries and splits included. Zero
 	// means DefaultTimeout.
 	Timeout time.Duration
@@ -64,7 +68,7 @@ type Combiner[In, Out any] struct {
 	Observe func(n int)
 
 	mu      sync.Mutex
-	running bool
+	running int // batches running (drain goroutines)
 	pending []*call[In, Out]
 }
 
@@ -108,8 +112,8 @@ func (c *Combiner[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	me := &call[In, Out]{in: in, done: make(chan result[Out], 1)}
 	c.mu.Lock()
 	c.pending = append(c.pending, me)
-	if !c.running {
-		c.running = true
+	if c.running < max(c.Concurrency, 1) {
+		c.running++
 		go c.drain()
 	}
 	c.mu.Unlock()
@@ -144,7 +148,7 @@ func (c *Combiner[In, Out]) drain() {
 	for {
 		c.mu.Lock()
 		if len(c.pending) == 0 {
-			c.running = false
+			c.running--
 			c.mu.Unlock()
 			return
 		}

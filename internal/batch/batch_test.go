@@ -294,3 +294,19 @@ func TestPanicFailsOnlyItsCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 40, out)
 }
+
+// TestConcurrentBatches: with Concurrency 2, a call runs at once while one
+// batch is held; only with both busy do calls queue.
+func TestConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	c := &batch.Combiner[int, int]{Concurrency: 2, Run: r.run}
+	o := queue(t, r, c, 0)
+	out, err := c.Do(context.Background(), 1)
+	require.NoError(t, err, "ran beside the held batch")
+	require.Equal(t, 10, out)
+	require.Zero(t, c.Waiting())
+	close(r.gate)
+	o.wg.Wait()
+	require.NoError(t, o.err[0])
+}

@@ -30,6 +30,10 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// insertNotifyCooldown is ingest's River FetchCooldown (cmd/ingest): how
+// often its job inserts may wake the workers.
+const insertNotifyCooldown = time.Millisecond
+
 // concurrency is the number of concurrent keep-alive connections (and, for
 // the baseline, goroutines) in every ingest phase.
 const concurrency = 64
@@ -129,7 +133,7 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 
 // BenchmarkIngest measures, on one database in one run:
 //
-//	(a) unique signed events through the real HTTP server,
+//	(a) unique signed events through the real HTTP server (with group commit),
 //	(b) a storm of copies of one event through the same server,
 //	(c) the bare claim + job transaction, without HTTP or verification,
 //	(d) unique signed events, as (a), to a provider whose route has a
@@ -166,12 +170,13 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{FetchCooldown: insertNotifyCooldown})
 	if err != nil {
 		b.Fatal(err)
 	}
 	store := claim.NewStore(pool, jobs, func(string) int { return 10 })
-	srv, err := ingest.New(cfg, secrets, store, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	group := claim.NewGroup(store, claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	srv, err := ingest.New(cfg, secrets, group, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func BenchmarkWorker(b *testing.B) {
 		mu.Unlock()
 	}))
 	defer down.Close()
-	inserter, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{})
+	inserter, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{FetchCooldown: insertNotifyCooldown})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -210,6 +210,7 @@ func spanRate(b *testing.B, pool *pgxpool.Pool, query string) float64 {
 type process struct {
 	cmd  *exec.Cmd
 	done chan error
+	base string // http://addr, for processes started by startBinary
 }
 
 // startWorker builds and starts the worker binary against databaseURL with

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -16,6 +17,20 @@ import (
 // payload (up to ingest.max_body_bytes), which the statement copies once
 // more while it is sent.
 const groupMax = 64
+
+// GroupOptions configure a Group.
+type GroupOptions struct {
+	// Timeout bounds each claim transaction, retries of a refused batch
+	// included: ingest.claim_timeout. Zero means batch.DefaultTimeout.
+	Timeout time.Duration
+	// Concurrency is how many claim transactions run at once: while one
+	// waits for its commit to reach the disk, the next executes. Their
+	// claims go in key order, so two batches sharing keys wait for each
+	// other rather than deadlock. Zero means 4.
+	Concurrency int
+	// Observe, if set, is told each batch's size.
+	Observe func(n int)
+}
 
 // Group claims events with group commit: requests that arrive while a
 // claim transaction runs share the next one (see batch.Combiner), so that
@@ -43,13 +58,11 @@ type groupCall struct {
 	routes []string
 }
 
-// NewGroup returns a group over s whose transactions each take at most
-// timeout (ingest.claim_timeout), retries of a refused batch included.
-// observe, if not nil, is told each batch's size.
-func NewGroup(s *Store, timeout time.Duration, observe func(n int)) *Group {
+// NewGroup returns a group over s.
+func NewGroup(s *Store, o GroupOptions) *Group {
 	g := &Group{store: s}
-	g.batch = batch.Combiner[*groupCall, Result]{Max: groupMax, Timeout: timeout, Run: g.run,
-		Isolate: Refused, Observe: observe}
+	g.batch = batch.Combiner[*groupCall, Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, 4),
+		Timeout: o.Timeout, Run: g.run, Isolate: Refused, Observe: o.Observe}
 	return g
 }
 

@@ -24,11 +24,12 @@ type groupBundle struct {
 func setupGroup(t *testing.T) *groupBundle {
 	t.Helper()
 	g := &groupBundle{bundle: setup(t)}
-	g.group = claim.NewGroup(g.store, 5*time.Second, func(n int) {
+	// One transaction at a time, so that holding one makes the others queue.
+	g.group = claim.NewGroup(g.store, claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.sizes = append(g.sizes, n)
-	})
+	}})
 	return g
 }
 
