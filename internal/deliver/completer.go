@@ -15,6 +15,11 @@ import (
 // maxBatch caps how many job ends one transaction carries.
 const maxBatch = 128
 
+// endConcurrency is how many end transactions run at once, so that one
+// executes while another waits for its commit to be flushed. Each locks
+// its claims in key order and then its jobs, so two never deadlock.
+const endConcurrency = 2
+
 // completer ends delivery jobs: each job's final outcome is written in the
 // transaction that completes the job. Concurrent ends share a transaction
 // (see batch.Combiner), so that a hundred deliveries finishing together cost one
@@ -32,8 +37,8 @@ type completer struct {
 // then its own. The jobs return an error, and River runs them again.
 func newCompleter(db DB, metrics *Metrics, timeout time.Duration) *completer {
 	c := &completer{db: db, wait: 2 * timeout}
-	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Timeout: timeout, Run: c.run,
-		Isolate: claim.Refused, Observe: metrics.batch}
+	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
+		Run: c.run, Isolate: claim.Refused, Observe: metrics.batch}
 	return c
 }
 

@@ -79,6 +79,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
 	c := newCompleter(gdb, nil, recordTimeout)
+	c.batch.Concurrency = 1 // so that holding one transaction makes the others queue
 	results := make([]endResult, len(keys))
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup

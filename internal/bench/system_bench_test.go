@@ -1,0 +1,449 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
+)
+
+// pgbenchScript is the per-event transaction ingest commits for a new
+// event with one route, written out for pgbench: the claim statement with
+// its delivery (claimSQL), and one River job row. Its jobs go to a queue no
+// worker serves. River's insert NOTIFY is left out, which favours pgbench.
+const pgbenchScript = `\set r random(1, 9000000000000000000)
+BEGIN;
+WITH claim AS (
+    INSERT INTO webhook_event_claims (provider, event_id, event_type, object_id, status, payload, content_type)
+    VALUES ('pgbench', 'pg_' || :client_id || '_' || :r, 'invoice.paid', 'in_1', 'processing',
+            convert_to('{"id": "evt", "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}}', 'UTF8'),
+            'application/json')
+    ON CONFLICT (provider, event_id) DO NOTHING
+    RETURNING provider, event_id
+), deliveries AS (
+    INSERT INTO webhook_deliveries (provider, event_id, route, status)
+    SELECT provider, event_id, 'sink', 'processing' FROM claim
+)
+SELECT count(*) FROM claim;
+INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, tags, metadata)
+VALUES (jsonb_build_object('provider', 'pgbench', 'event_id', 'pg_' || :client_id || '_' || :r, 'route', 'sink'),
+        'bench.pgbench', 10, 1, 'bench_pgbench', 'available', now(), '{}', '{}');
+COMMIT;
+`
+
+// BenchmarkSystem runs the binaries as an operator would, on one database
+// in one run, beside the baselines the targets are stated against:
+//
+//   - pgbench running ingest's per-event transaction (-c 64 -M prepared);
+//   - ingest alone (no worker), 64 keep-alive senders, unique Stripe events;
+//   - the same with every request a copy of one event;
+//   - River draining no-op jobs with the worker's settings, in-process;
+//   - the worker draining ingest's backlog against an instant downstream;
+//   - 20 events/s through ingest's HTTP with the worker running, from the
+//     request sent to the downstream receiving it;
+//   - the scaling run: two ingest processes, then two workers.
+//
+// It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
+// Postgres server's processes), peak RSS, and prints the ratios against
+// the targets last. Sizes: BENCH_SYSTEM_EVENTS (default 10000) events per
+// phase, BENCH_PGBENCH_SECONDS (default 10).
+func BenchmarkSystem(b *testing.B) {
+	n := envInt("BENCH_SYSTEM_EVENTS", 10000)
+	db := dbtest.NewDB(b)
+	bins := buildBinaries(b)
+	pg := postmaster(b, db.Pool)
+
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		now := time.Now()
+		id := r.Header.Get("Hookgate-Event-Id")
+		mu.Lock()
+		if _, ok := arrived[id]; !ok {
+			arrived[id] = now
+		}
+		mu.Unlock()
+	}))
+	defer down.Close()
+	cfg := writeConfig(b, down.URL)
+	env := []string{"DATABASE_URL=" + db.URL, "BENCH_STRIPE=" + benchSecret, "HOOKGATE_LOG_LEVEL=warn"}
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
+	post := func(url string, s signedEvent) error {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(s.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Stripe-Signature", s.header)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	events := func(prefix string, k int) []signedEvent {
+		s := make([]signedEvent, k)
+		for i := range s {
+			s[i] = signEvent(fmt.Sprintf("%s_%d", prefix, i))
+		}
+		return s
+	}
+
+	b.ResetTimer()
+	// pgbench first, on the smallest tables: table growth counts against
+	// our path, not for it.
+	tps := runPgbench(b, db.URL)
+
+	ingest := startBinary(b, bins, "ingest", cfg, env)
+	url := ingest.base + "/webhooks/stripe"
+	if _, err := hammer("warm-up", 4*concurrency, func(i int) error { return post(url, signEvent(fmt.Sprintf("evt_warm_%d", i))) }); err != nil {
+		b.Fatal(err)
+	}
+	unique := events("evt_unique", n)
+	cpu0 := cpuOf(ingest.pid())
+	pg0 := pg.cpu()
+	a, err := hammer("ingest, unique events", n, func(i int) error { return post(url, unique[i]) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	ingestCPU, ingestPG := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0
+	storm := signEvent("evt_storm")
+	st, err := hammer("ingest, one event id storm", n, func(int) error { return post(url, storm) })
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// River's own drain of no-op jobs, with the worker's settings.
+	riverRate := riverNoopDrain(b, db.Pool, n)
+
+	// The worker drains ingest's backlog.
+	backlog := 4*concurrency + n + 1
+	pgW0 := pg.cpu()
+	worker := startBinary(b, bins, "worker", cfg, env)
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog)
+	workerCPU, workerPG := cpuOf(worker.pid()), pg.cpu()-pgW0
+	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
+
+	// Light load through ingest's HTTP, the worker running; first, the
+	// floor under it: one durable commit at the same pace. An event's path
+	// holds at least two (its claim, and River's fetch marking its job
+	// running) before the downstream sees it.
+	const light, perSecond = 200, 20
+	floor := commitLatency(b, db.Pool, light, perSecond)
+	lightEvents := events("evt_light", light)
+	sent := make([]time.Time, light)
+	tick := time.NewTicker(time.Second / perSecond)
+	for i := range light {
+		<-tick.C
+		sent[i] = time.Now()
+		if err := post(url, lightEvents[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tick.Stop()
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog+light)
+	lat := phase{name: "accept -> downstream, 20 events/s"}
+	mu.Lock()
+	for i := range light {
+		lat.latencies = append(lat.latencies, arrived[fmt.Sprintf("evt_light_%d", i)].Sub(sent[i]))
+	}
+	distinct := len(arrived)
+	mu.Unlock()
+	if distinct != backlog+light {
+		b.Fatalf("downstream saw %d distinct events, want %d", distinct, backlog+light)
+	}
+	ingestRSS, workerRSS := peakRSS(ingest.pid()), peakRSS(worker.pid())
+	worker.stop(b)
+
+	// Scaling: two ingest processes, then two workers, on the same database.
+	ingest2 := startBinary(b, bins, "ingest", cfg, env)
+	urls := []string{url, ingest2.base + "/webhooks/stripe"}
+	if _, err := hammer("warm-up", 4*concurrency, func(i int) error { return post(urls[1], signEvent(fmt.Sprintf("evt_warm2_%d", i))) }); err != nil {
+		b.Fatal(err)
+	}
+	scaled := events("evt_scaled", n)
+	a2, err := hammer("ingest x2, unique events", n, func(i int) error { return post(urls[i%2], scaled[i]) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	ingest2.stop(b)
+	w1, w2 := startBinary(b, bins, "worker", cfg, env), startBinary(b, bins, "worker", cfg, env)
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog+light+4*concurrency+n)
+	drain2 := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_scaled_%'`)
+	w1.stop(b)
+	w2.stop(b)
+	ingest.stop(b)
+	b.StopTimer()
+
+	per1k := func(sec float64, events int) float64 { return sec / float64(events) * 1000 }
+	mib := func(kb int) float64 { return float64(kb) / 1024 }
+	out := os.Stdout
+	fmt.Fprintf(out, "\nsystem, %d senders, %d events per phase, worker.concurrency %d\n", concurrency, n, workerConcurrency())
+	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", tps)
+	for _, p := range []phase{a, st, a2} {
+		fmt.Fprintln(out, p)
+	}
+	fmt.Fprintf(out, "%-40s %9.0f jobs/s\n", "River, no-op drain", riverRate)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", drain)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker x2 drain", drain2)
+	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", floor.name, ms(floor.pct(0.50)), ms(floor.pct(0.99)))
+	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", lat.name, ms(lat.pct(0.50)), ms(lat.pct(0.99)))
+	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining\n",
+		per1k(ingestCPU, n), per1k(ingestPG, n), per1k(workerCPU, backlog), per1k(workerPG, backlog))
+	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB\n", mib(ingestRSS), mib(workerRSS))
+	fmt.Fprintf(out, "\nratios, same run (target)\n")
+	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
+	fmt.Fprintf(out, "  ingest p99 at %d senders         %5.1f ms (<= 50 ms)\n", concurrency, ms(a.pct(0.99)))
+	fmt.Fprintf(out, "  storm / new events               %5.2f  (>= 1.5)\n", st.rate()/a.rate())
+	fmt.Fprintf(out, "  worker drain / ingest            %5.2f  (>= 1.0)\n", drain/a.rate())
+	fmt.Fprintf(out, "  worker drain / River no-op       %5.2f\n", drain/riverRate)
+	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
+		ms(lat.pct(0.99)), float64(lat.pct(0.99))/float64(floor.pct(0.99)))
+	fmt.Fprintf(out, "  peak RSS ingest / worker         %3.0f / %3.0f MiB (<= 64 MiB each)\n", mib(ingestRSS), mib(workerRSS))
+	fmt.Fprintf(out, "  2 ingest / 1 ingest              %5.2f\n", a2.rate()/a.rate())
+	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n\n", drain2/drain)
+	b.ReportMetric(a.rate()/tps, "ingest/pgbench")
+	b.ReportMetric(drain/a.rate(), "drain/ingest")
+	b.ReportMetric(ms(lat.pct(0.99)), "light_p99_ms")
+}
+
+type signedEvent struct {
+	body   []byte
+	header string
+}
+
+func signEvent(id string) signedEvent {
+	body := fmt.Appendf(nil, `{"id": %q, "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_%s"}}}`, id, id)
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: benchSecret})
+	return signedEvent{body: body, header: sp.Header}
+}
+
+// commitLatency times k one-row durable commits at perSecond.
+func commitLatency(b *testing.B, pool *pgxpool.Pool, k, perSecond int) phase {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_commit (n int)`); err != nil {
+		b.Fatal(err)
+	}
+	p := phase{name: "(floor) one commit, 20/s"}
+	tick := time.NewTicker(time.Second / time.Duration(perSecond))
+	defer tick.Stop()
+	for i := range k {
+		<-tick.C
+		t0 := time.Now()
+		if _, err := pool.Exec(ctx, `INSERT INTO bench_commit VALUES ($1)`, i); err != nil {
+			b.Fatal(err)
+		}
+		p.latencies = append(p.latencies, time.Since(t0))
+	}
+	return p
+}
+
+// runPgbench runs pgbenchScript against databaseURL and returns its rate.
+func runPgbench(b *testing.B, databaseURL string) float64 {
+	b.Helper()
+	script := filepath.Join(b.TempDir(), "claim.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	secs := envInt("BENCH_PGBENCH_SECONDS", 10)
+	out, err := exec.Command("pgbench", "-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", "2",
+		"-T", strconv.Itoa(secs), "-f", script, databaseURL).CombinedOutput()
+	if err != nil {
+		b.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("pgbench printed no rate:\n%s", out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	return tps
+}
+
+// riverNoopDrain inserts n no-op jobs on a queue of their own and returns
+// the rate at which a River client with the worker's settings completes them.
+func riverNoopDrain(b *testing.B, pool *pgxpool.Pool, n int) float64 {
+	b.Helper()
+	ctx := context.Background()
+	const queue = "bench_noop"
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{queue: {MaxWorkers: workerConcurrency()}},
+		FetchCooldown:     fetchCooldown,
+		FetchPollInterval: fetchPollInterval,
+		Logger:            discardLogger(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{N: i}, InsertOpts: &river.InsertOpts{Queue: queue}}
+	}
+	if _, err := c.InsertMany(ctx, params); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	waitCount(b, pool, `SELECT count(*) FROM river_job WHERE queue = 'bench_noop' AND state = 'completed'`, n)
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return spanRate(b, pool, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river_job WHERE queue = 'bench_noop'`)
+}
+
+type binaries struct{ dir string }
+
+func buildBinaries(b *testing.B) binaries {
+	b.Helper()
+	dir := b.TempDir()
+	if out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/hookgate/hookgate/cmd/ingest",
+		"github.com/hookgate/hookgate/cmd/worker").CombinedOutput(); err != nil {
+		b.Fatalf("building the binaries: %v\n%s", err, out)
+	}
+	return binaries{dir: dir}
+}
+
+func writeConfig(b *testing.B, downstream string) string {
+	b.Helper()
+	cfg := fmt.Sprintf(`
+worker:
+  concurrency: %d
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+routes:
+  - name: sink
+    provider: stripe
+    events: ["invoice.*"]
+    url: %s/sink
+`, workerConcurrency(), downstream)
+	path := filepath.Join(b.TempDir(), "hookgate.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// startBinary starts ingest or worker with cfg on a free address and waits
+// until it is healthy; base is its HTTP address.
+func startBinary(b *testing.B, bins binaries, name, cfg string, env []string) *process {
+	b.Helper()
+	addr := proctest.FreeAddr(b)
+	cmd := exec.Command(filepath.Join(bins.dir, name), "--config", cfg, "--listen", addr)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1), base: "http://" + addr}
+	go func() { p.done <- cmd.Wait() }()
+	b.Cleanup(func() { p.stop(b) })
+	proctest.WaitHealthy(b, p.base+"/healthz", p.done)
+	return p
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times on Linux.
+const clockTicks = 100
+
+// cpuOf returns the CPU-seconds (user + system) process pid has used.
+func cpuOf(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesized command: state(3) ... utime(14) stime(15).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / clockTicks
+}
+
+// peakRSS returns process pid's peak resident set (VmHWM) in KiB.
+func peakRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	return 0
+}
+
+// server is the Postgres server the benchmark's database lives on, seen
+// through /proc: it must run on this machine.
+type server struct{ pid int }
+
+func postmaster(b *testing.B, pool *pgxpool.Pool) server {
+	b.Helper()
+	var backend int
+	if err := pool.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
+	if err != nil {
+		b.Fatalf("the Postgres server must run on this machine to count its CPU: %v", err)
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	ppid, _ := strconv.Atoi(f[1])
+	return server{pid: ppid}
+}
+
+// cpu returns the CPU-seconds used so far by the server's processes that
+// are alive now (backends that exited meanwhile are not counted).
+func (s server) cpu() float64 {
+	total := cpuOf(s.pid)
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	parent := strconv.Itoa(s.pid)
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		if len(f) > 1 && f[1] == parent {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			total += cpuOf(pid)
+		}
+	}
+	return total
+}
