@@ -56,8 +56,9 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s); make test runs their s
 	done
 
 .PHONY: bench
-bench: ## ingest and worker benchmarks with same-run baselines (docs/benchmarks.md; BENCH_* sizes)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/bench/...
+bench: ## benchmarks with same-run baselines, the system's ratios last (docs/benchmarks.md; BENCH_* sizes)
+	$(GO) test -run '^$$' -bench . -skip System -benchtime 1x -timeout 30m ./internal/bench/...
+	$(GO) test -run '^$$' -bench 'System' -benchtime 1x -timeout 30m ./internal/bench/...
 
 .PHONY: clean
 clean: ## stop the local Postgres if it still runs, then remove it and the built binaries
