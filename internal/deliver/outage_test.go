@@ -79,7 +79,7 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 
 	wctx := rivertest.WorkContext(ctx, client)
 	end := func(i int) (endResult, error) {
-		return c.end(wctx, jobs[i], claim.Attempt{Key: keys[i], Result: claim.AttemptResult{Status: claim.Completed, Attempted: true}})
+		return c.end(wctx, jobs[i], claim.Attempt{Key: keys[i], Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}})
 	}
 	results := make([]endResult, n)
 	errs := make([]error, n)
