@@ -84,11 +84,17 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	errs := make([]error, len(keys))
 	var wg sync.WaitGroup
 	wctx := rivertest.WorkContext(ctx, client)
-	for i := range keys {
+	end := func(i int) {
 		wg.Go(func() {
 			results[i], errs[i] = c.end(wctx, jobs[i], claim.Attempt{Key: keys[i],
 				Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}})
 		})
+	}
+	end(0)
+	require.Eventually(t, func() bool { return gdb.begins.Load() == 1 }, 10*time.Second, time.Millisecond,
+		"the first end's transaction is held")
+	for i := 1; i < len(keys); i++ {
+		end(i)
 	}
 	require.Eventually(t, func() bool {
 		return c.batch.Waiting() == len(keys)-1
