@@ -215,3 +215,35 @@ func TestGroupReopensAlone(t *testing.T) {
 	c, _ := g.get(t, "evt_failed")
 	require.Equal(t, claim.Processing, c.Status)
 }
+
+// TestGroupBusinessKeysAlone: events carrying business keys, queued with
+// others, are claimed through the single-event statement, which decides
+// their keys: the second holder of a key has its delivery skipped.
+func TestGroupBusinessKeysAlone(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	reqs := []*request{
+		{ev: keyed("evt_bk_1", "ship", orderKey), routes: []string{"ship"}},
+		{ev: event("evt_plain"), routes: []string{"ship"}},
+	}
+	g.queue(t, done, reqs[1:])
+	done.Go(func() { reqs[0].res, reqs[0].err = g.group.Claim(context.Background(), reqs[0].ev, reqs[0].routes, false) })
+	require.Eventually(t, func() bool {
+		return count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys`) == 1
+	}, 10*time.Second, time.Millisecond, "the keyed event did not wait for the held batch")
+	release()
+	done.Wait()
+	require.NoError(t, held.err)
+	for _, r := range reqs {
+		require.NoError(t, r.err)
+		require.Equal(t, claim.Claimed, r.res.Outcome)
+	}
+	require.Equal(t, []int{1, 1}, g.batchSizes(), "only the plain event went through a batch")
+
+	res, err := g.group.Claim(t.Context(), keyed("evt_bk_2", "ship", orderKey), []string{"ship"}, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"ship"}, res.Skipped, "the key's second holder is skipped, as Store.Claim decides")
+	_, ds := g.get(t, "evt_bk_2")
+	require.Equal(t, claim.DeliverySkipped, ds["ship"].Status)
+}
