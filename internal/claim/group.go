@@ -206,10 +206,7 @@ func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
 			case won[j]:
 				status[j] = Status(statuses[j])
 				for _, r := range c.routes {
-					jobs = append(jobs, river.InsertManyParams{
-						Args:       DeliveryArgs{Provider: c.ev.Provider, EventID: c.ev.ID, Route: r},
-						InsertOpts: &river.InsertOpts{MaxAttempts: g.store.limit(r)},
-					})
+					jobs = append(jobs, g.store.deliveryJob(c.ev.Provider, c.ev.ID, r))
 				}
 			case status[j] == "":
 				late = append(late, j)

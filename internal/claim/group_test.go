@@ -152,8 +152,9 @@ func TestGroupDuplicatesInOneBatch(t *testing.T) {
 		"one job per delivery of each claim won")
 	for _, j := range []claim.DeliveryArgs{{EventID: "evt_a", Route: "ship"}, {EventID: "evt_a", Route: "mail"}, {EventID: "evt_b", Route: "ledger"}} {
 		require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM river_job
-WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attempts = $4`,
-			claim.DeliveryKind, j.EventID, j.Route, maxAttempts(j.Route)), "a job with its route's max_attempts: %v", j)
+WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attempts = $4 AND queue = $5`,
+			claim.DeliveryKind, j.EventID, j.Route, maxAttempts(j.Route), claim.Queue(j.Route)),
+			"a job with its route's max_attempts, on its route's queue: %v", j)
 	}
 }
 
@@ -228,7 +229,9 @@ func TestGroupBusinessKeysAlone(t *testing.T) {
 		{ev: event("evt_plain"), routes: []string{"ship"}},
 	}
 	g.queue(t, done, reqs[1:])
-	done.Go(func() { reqs[0].res, reqs[0].err = g.group.Claim(context.Background(), reqs[0].ev, reqs[0].routes, false) })
+	done.Go(func() {
+		reqs[0].res, reqs[0].err = g.group.Claim(context.Background(), reqs[0].ev, reqs[0].routes, false)
+	})
 	require.Eventually(t, func() bool {
 		return count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys`) == 1
 	}, 10*time.Second, time.Millisecond, "the keyed event did not wait for the held batch")
