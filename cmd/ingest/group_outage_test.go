@@ -83,6 +83,16 @@ SELECT 'stripe', 'evt_hold_' || i, 'invoice.paid', 'processing', '{}' FROM gener
 		20*time.Second, 5*time.Millisecond, "the five wait for the next batch")
 	require.NoError(t, tx.Rollback(ctx))
 	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range held {
+			if _, ok := replies[fmt.Sprintf("evt_hold_%d", i)]; !ok {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 5*time.Millisecond, "the held batches answered")
+	require.Eventually(t, func() bool {
 		return s.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'`) == 1
 	}, 20*time.Second, 5*time.Millisecond, "the five's batch is committing")
 	require.NoError(t, cluster.Kill(ctx))
