@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -181,7 +182,50 @@ type Route struct {
 	// per worker process, so N workers run up to N times as many. Default
 	// worker.concurrency.
 	Concurrency int `yaml:"concurrency"`
+
+	// Filter is an optional jq program over the provider's JSON body and
+	// $event, evaluated at ingest after verification: the route matches an
+	// event only when it yields true. An error or any other value is no match.
+	Filter string `yaml:"filter"`
+	// Method is the HTTP method of each attempt: POST, PUT or PATCH. Default POST.
+	Method string `yaml:"method"`
+	// Headers are static headers added to every attempt.
+	Headers map[string]string `yaml:"headers"`
+	// SecretHeaders maps a header to the environment variable holding its
+	// whole value (e.g. Authorization: SHIPPER_AUTHORIZATION), read at start
+	// and never logged or printed.
+	SecretHeaders map[string]string `yaml:"secret_headers"`
+	// IdempotencyHeader is the header that carries the delivery's
+	// idempotency key. Default Idempotency-Key.
+	IdempotencyHeader string `yaml:"idempotency_header"`
+	// Body is an optional jq program over the provider's JSON body and
+	// $event whose one value is sent as JSON instead of the raw body.
+	// Empty sends the provider's bytes unchanged.
+	Body string `yaml:"body"`
+	// Result is an optional jq program over the downstream's JSON answer
+	// to a 2xx; its first value (at most 1 KiB of JSON) is stored on the delivery.
+	Result string `yaml:"result"`
+	// TLS configures https connections to URL; empty uses the system roots
+	// and no client certificate. Verification is never switched off.
+	TLS TLS `yaml:"tls"`
 }
+
+// TLS is a route's trust and client identity for https.
+type TLS struct {
+	// CAFile is a PEM bundle trusted instead of the system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// downstreams that require mutual TLS. Both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Set reports whether any TLS key is given.
+func (t TLS) Set() bool { return t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" }
+
+// DefaultIdempotencyHeader is the header that carries a delivery's key
+// unless its route names another.
+const DefaultIdempotencyHeader = "Idempotency-Key"
 
 // Backoff is an exponential backoff with jitter between Initial and Max.
 type Backoff struct {
@@ -282,6 +326,8 @@ func (c *Config) setDefaults() {
 		r.MaxAttempts = cmp.Or(r.MaxAttempts, 10)
 		r.Backoff.Initial = cmp.Or(r.Backoff.Initial, Duration(time.Second))
 		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
+		r.Method = cmp.Or(r.Method, http.MethodPost)
+		r.IdempotencyHeader = cmp.Or(r.IdempotencyHeader, DefaultIdempotencyHeader)
 	}
 	c.defaultConcurrency()
 }

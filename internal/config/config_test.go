@@ -168,6 +168,9 @@ func TestParseDefaults(t *testing.T) {
 			MaxAttempts: 10,
 			Backoff:     Backoff{Initial: Duration(time.Second), Max: Duration(time.Hour)},
 			Concurrency: 100,
+
+			Method:            "POST",
+			IdempotencyHeader: "Idempotency-Key",
 		}},
 	}, c)
 }
@@ -259,6 +262,14 @@ routes:
     signing_secret_env: ACME_ORDERS_SIGNING_SECRET
     business_key: [type, "json:order.id", "header:X-Acme-Shop"]
     concurrency: 4
+    filter: '.order.total > 0'
+    method: PATCH
+    headers: { Accept: application/json }
+    secret_headers: { Authorization: ACME_ORDERS_AUTHORIZATION }
+    idempotency_header: X-Idempotency-Key
+    body: '{total: .order.total}'
+    result: .id
+    tls: { ca_file: /etc/ca.pem, cert_file: /etc/client.pem, key_file: /etc/client-key.pem }
 `))
 	require.NoError(t, err)
 	require.Equal(t, &Config{
@@ -297,6 +308,15 @@ routes:
 			SigningSecretEnv: "ACME_ORDERS_SIGNING_SECRET",
 			BusinessKey:      []string{"type", "json:order.id", "header:X-Acme-Shop"},
 			Concurrency:      4,
+
+			Filter:            ".order.total > 0",
+			Method:            "PATCH",
+			Headers:           map[string]string{"Accept": "application/json"},
+			SecretHeaders:     map[string]string{"Authorization": "ACME_ORDERS_AUTHORIZATION"},
+			IdempotencyHeader: "X-Idempotency-Key",
+			Body:              "{total: .order.total}",
+			Result:            ".id",
+			TLS:               TLS{CAFile: "/etc/ca.pem", CertFile: "/etc/client.pem", KeyFile: "/etc/client-key.pem"},
 		}},
 	}, c)
 }
@@ -513,6 +533,9 @@ func TestExampleFile(t *testing.T) {
 			MaxAttempts: 5,
 			Backoff:     Backoff{Initial: Duration(time.Second), Max: Duration(time.Minute)},
 			Concurrency: 10,
+
+			Method:            "POST",
+			IdempotencyHeader: "Idempotency-Key",
 		}, demo)
 
 		ship, ok := c.Route("ship-order")

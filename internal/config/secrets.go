@@ -1,6 +1,11 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Secrets holds the values of the environment variables the config names.
 // It is built only by the commands that verify or sign, so that migrate needs
@@ -10,13 +15,16 @@ type Secrets struct {
 	Provider map[string][][]byte
 	// Route maps a route name to its signing secret, for routes that have one.
 	Route map[string][]byte
+	// Headers maps a route name to its secret_headers with their values,
+	// for routes that have some.
+	Headers map[string]map[string]string
 }
 
-// ResolveSecrets reads every variable named by secrets_env and
-// signing_secret_env through getenv. A variable that is unset or empty is an
+// ResolveSecrets reads every variable named by secrets_env,
+// signing_secret_env and secret_headers through getenv. A variable that is unset or empty is an
 // error naming the key and the variable, never a value.
 func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
-	s := Secrets{Provider: map[string][][]byte{}, Route: map[string][]byte{}}
+	s := Secrets{Provider: map[string][][]byte{}, Route: map[string][]byte{}, Headers: map[string]map[string]string{}}
 	var v validator
 	for i, p := range c.Providers {
 		for j, name := range p.SecretsEnv {
@@ -38,6 +46,25 @@ func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
 			continue
 		}
 		s.Route[r.Name] = []byte(val)
+	}
+	for i, r := range c.Routes {
+		for _, header := range slices.Sorted(maps.Keys(r.SecretHeaders)) {
+			name := r.SecretHeaders[header]
+			key := fmt.Sprintf("routes[%d].secret_headers.%s", i, header)
+			val := getenv(name)
+			switch {
+			case val == "":
+				v.add(key, "environment variable %s is not set or empty", name)
+				continue
+			case strings.ContainsFunc(val, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }):
+				v.add(key, "environment variable %s holds a control character (a trailing newline?), which a header value cannot", name)
+				continue
+			}
+			if s.Headers[r.Name] == nil {
+				s.Headers[r.Name] = map[string]string{}
+			}
+			s.Headers[r.Name][header] = val
+		}
 	}
 	return s, v.err()
 }

@@ -31,7 +31,8 @@ func TestResolveSecrets(t *testing.T) {
 				"stripe": {[]byte("whsec_current"), []byte("whsec_previous")},
 				"acme":   {[]byte("acme-secret")},
 			},
-			Route: map[string][]byte{"ship-order": []byte("whsec_c2lnbmluZw==")},
+			Route:   map[string][]byte{"ship-order": []byte("whsec_c2lnbmluZw==")},
+			Headers: map[string]map[string]string{},
 		}, s)
 	})
 
@@ -126,4 +127,46 @@ func TestResolveSecretsNeverPrintsValues(t *testing.T) {
 
 	// Nor through a wrapping caller.
 	require.NotContains(t, fmt.Errorf("resolving secrets: %w", err).Error(), "TOPSECRET")
+}
+
+func TestResolveSecretHeaders(t *testing.T) {
+	t.Parallel()
+
+	withHeaders := func(t *testing.T) *Config {
+		c := setup(t)
+		c.Routes[1].SecretHeaders = map[string]string{"Authorization": "ACME_AUTHORIZATION", "X-Api-Key": "ACME_API_KEY"}
+		return c
+	}
+
+	t.Run("AllSet", func(t *testing.T) {
+		t.Parallel()
+		env := maps.Clone(validEnv)
+		env["ACME_AUTHORIZATION"], env["ACME_API_KEY"] = "Bearer tok_123", "key_456"
+		s, err := withHeaders(t).ResolveSecrets(mapEnv(env))
+		require.NoError(t, err)
+		require.Equal(t, map[string]map[string]string{
+			"acme-all": {"Authorization": "Bearer tok_123", "X-Api-Key": "key_456"},
+		}, s.Headers)
+	})
+
+	t.Run("MissingVariableNamesTheKeyAndTheVariable", func(t *testing.T) {
+		t.Parallel()
+		env := maps.Clone(validEnv)
+		env["ACME_API_KEY"] = "key_456"
+		_, err := withHeaders(t).ResolveSecrets(mapEnv(env))
+		require.Equal(t, []string{
+			"routes[1].secret_headers.Authorization: environment variable ACME_AUTHORIZATION is not set or empty",
+		}, problems(err))
+	})
+
+	t.Run("ValueWithANewlineIsRefusedWithoutShowingIt", func(t *testing.T) {
+		t.Parallel()
+		env := maps.Clone(validEnv)
+		env["ACME_AUTHORIZATION"], env["ACME_API_KEY"] = "Bearer TOPSECRET\n", "key_456"
+		_, err := withHeaders(t).ResolveSecrets(mapEnv(env))
+		require.Equal(t, []string{
+			"routes[1].secret_headers.Authorization: environment variable ACME_AUTHORIZATION holds a control character (a trailing newline?), which a header value cannot",
+		}, problems(err))
+		require.NotContains(t, err.Error(), "TOPSECRET")
+	})
 }

@@ -3,12 +3,16 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/itchyny/gojq"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -115,10 +119,113 @@ func (c *Config) Validate() error {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}
 		v.validBusinessKey(key+".business_key", r.BusinessKey)
+		v.request(key, r)
 	}
 	c.validateConcurrency(&v)
 	return v.err()
 }
+
+// methods are the HTTP methods a route may send: each carries a body.
+var methods = []string{http.MethodPost, http.MethodPut, http.MethodPatch}
+
+// tokenRE is an HTTP header name (RFC 9110 token).
+var tokenRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// reservedHeaders are set by hookgate or by HTTP itself; a route's headers
+// may not replace them (compared canonically; Hookgate-* is reserved too).
+var reservedHeaders = []string{
+	"Host", "Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Connection",
+	"Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "User-Agent",
+	"Idempotency-Key", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "Traceparent", "Tracestate",
+}
+
+func reserved(name string) bool {
+	c := http.CanonicalHeaderKey(name)
+	return slices.Contains(reservedHeaders, c) || strings.HasPrefix(c, "Hookgate-")
+}
+
+// request checks how a route shapes its requests: method, headers, the
+// idempotency header, its jq programs and TLS files.
+func (v *validator) request(key string, r Route) {
+	if !slices.Contains(methods, r.Method) {
+		v.add(key+".method", "%q is not a supported method (one of %s)", r.Method, strings.Join(methods, ", "))
+	}
+	idem := http.CanonicalHeaderKey(r.IdempotencyHeader)
+	switch {
+	case !tokenRE.MatchString(r.IdempotencyHeader):
+		v.add(key+".idempotency_header", "%q is not a valid header name", r.IdempotencyHeader)
+	case idem != DefaultIdempotencyHeader && reserved(idem):
+		v.add(key+".idempotency_header", "%q is a header hookgate or HTTP sets itself", r.IdempotencyHeader)
+	}
+	header := func(field, name string) {
+		k := key + "." + field + "." + name
+		switch {
+		case !tokenRE.MatchString(name):
+			v.add(k, "%q is not a valid header name", name)
+		case reserved(name) || http.CanonicalHeaderKey(name) == idem:
+			v.add(k, "is a header hookgate or HTTP sets itself")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
+		header("headers", name)
+		if strings.ContainsFunc(r.Headers[name], func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) {
+			v.add(key+".headers."+name, "the value holds a control character")
+		}
+	}
+	canon := map[string]bool{}
+	for name := range r.Headers {
+		canon[http.CanonicalHeaderKey(name)] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.SecretHeaders)) {
+		header("secret_headers", name)
+		if canon[http.CanonicalHeaderKey(name)] {
+			v.add(key+".secret_headers."+name, "is also in headers")
+		}
+		if env := r.SecretHeaders[name]; !envRE.MatchString(env) {
+			v.add(key+".secret_headers."+name, "%q is not an environment variable name", env)
+		}
+	}
+	v.jq(key+".filter", r.Filter)
+	v.jq(key+".body", r.Body)
+	v.jq(key+".result", r.Result)
+	if r.TLS.Set() {
+		if u, err := url.Parse(r.URL); err == nil && u.Scheme != "https" {
+			v.add(key+".tls", "applies only to https URLs")
+		}
+	}
+	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
+		v.add(key+".tls", "cert_file and key_file go together: give both or neither")
+	}
+}
+
+// JQVariables are the variables every route program may use.
+var JQVariables = []string{"$event"}
+
+// jq checks that src, if given, parses and compiles as a gojq program.
+func (v *validator) jq(key, src string) {
+	if src == "" {
+		return
+	}
+	if err := CheckJQ(src); err != nil {
+		v.add(key, "%v", err)
+	}
+}
+
+// CheckJQ parses and compiles src as a route program would be, so that an
+// error names the problem at load time.
+func CheckJQ(src string) error {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return fmt.Errorf("is not a valid jq program: %s", clean(err.Error()))
+	}
+	if _, err := gojq.Compile(q, gojq.WithVariables(JQVariables)); err != nil {
+		return fmt.Errorf("does not compile as jq: %s", clean(err.Error()))
+	}
+	return nil
+}
+
+// clean keeps an error on one line.
+func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (v *validator) provider(key string, p Provider) {
 	known := false

@@ -685,6 +685,95 @@ func TestValidate(t *testing.T) {
 			name:   "RetentionBatchSizeHuge",
 			mutate: func(c *Config) { c.Retention.BatchSize = 100001 },
 			want:   []string{"retention.batch_size: must be between 1 and 100000, got 100001"},
+
+		// Request shaping: method, headers, idempotency header, jq programs, TLS.
+		{
+			name: "ShapedRouteAsInTheContract",
+			mutate: func(c *Config) {
+				r := &c.Routes[1]
+				r.Filter = `.data.object.metadata.ship == "true"`
+				r.Method = "PUT"
+				r.Headers = map[string]string{"Accept": "application/json"}
+				r.SecretHeaders = map[string]string{"Authorization": "SHIPPER_AUTHORIZATION"}
+				r.IdempotencyHeader = "X-Idempotency-Key"
+				r.Body = `{order: .data.object.metadata.order_id, key: $event.idempotency_key}`
+				r.Result = ".id"
+				r.TLS = TLS{CAFile: "ca.pem", CertFile: "client.pem", KeyFile: "client-key.pem"}
+			},
+		},
+		{
+			name:   "UnknownMethod",
+			mutate: func(c *Config) { c.Routes[0].Method = "GET" },
+			want:   []string{`routes[0].method: "GET" is not a supported method (one of POST, PUT, PATCH)`},
+		},
+		{
+			name:   "BodyIsNotJQ",
+			mutate: func(c *Config) { c.Routes[0].Body = "{order: .id" },
+			want:   []string{"routes[0].body: is not a valid jq program: unexpected EOF"},
+		},
+		{
+			name:   "FilterUsesAnUnknownVariable",
+			mutate: func(c *Config) { c.Routes[0].Filter = "$order.id" },
+			want:   []string{"routes[0].filter: does not compile as jq: variable not defined: $order"},
+		},
+		{
+			name:   "ResultCallsAnUnknownFunction",
+			mutate: func(c *Config) { c.Routes[1].Result = "shipment_id(.)" },
+			want:   []string{"routes[1].result: does not compile as jq: function not defined: shipment_id/1"},
+		},
+		{
+			name: "HeadersThatHookgateSets",
+			mutate: func(c *Config) {
+				c.Routes[0].Headers = map[string]string{"content-type": "text/plain", "Hookgate-Route": "x", "Bad Name": "x"}
+				c.Routes[0].SecretHeaders = map[string]string{"Idempotency-Key": "KEY"}
+			},
+			want: []string{
+				`routes[0].headers.Bad Name: "Bad Name" is not a valid header name`,
+				"routes[0].headers.Hookgate-Route: is a header hookgate or HTTP sets itself",
+				"routes[0].headers.content-type: is a header hookgate or HTTP sets itself",
+				"routes[0].secret_headers.Idempotency-Key: is a header hookgate or HTTP sets itself",
+			},
+		},
+		{
+			name: "HeaderValueWithANewline",
+			mutate: func(c *Config) {
+				c.Routes[0].Headers = map[string]string{"Accept": "application/json\r\nX-Injected: 1"}
+			},
+			want: []string{"routes[0].headers.Accept: the value holds a control character"},
+		},
+		{
+			name: "SecretHeaderAlsoStatic",
+			mutate: func(c *Config) {
+				c.Routes[0].Headers = map[string]string{"authorization": "Bearer x"}
+				c.Routes[0].SecretHeaders = map[string]string{"Authorization": "not an env name"}
+			},
+			want: []string{
+				"routes[0].secret_headers.Authorization: is also in headers",
+				`routes[0].secret_headers.Authorization: "not an env name" is not an environment variable name`,
+			},
+		},
+		{
+			name: "IdempotencyHeaderCollidesWithAHeader",
+			mutate: func(c *Config) {
+				c.Routes[0].IdempotencyHeader = "X-Idempotency-Key"
+				c.Routes[0].Headers = map[string]string{"X-Idempotency-Key": "fixed"}
+			},
+			want: []string{"routes[0].headers.X-Idempotency-Key: is a header hookgate or HTTP sets itself"},
+		},
+		{
+			name:   "IdempotencyHeaderReserved",
+			mutate: func(c *Config) { c.Routes[0].IdempotencyHeader = "Hookgate-Route" },
+			want:   []string{`routes[0].idempotency_header: "Hookgate-Route" is a header hookgate or HTTP sets itself`},
+		},
+		{
+			name:   "TLSOnAnHTTPURL",
+			mutate: func(c *Config) { c.Routes[0].TLS.CAFile = "ca.pem" },
+			want:   []string{"routes[0].tls: applies only to https URLs"},
+		},
+		{
+			name:   "TLSCertWithoutKey",
+			mutate: func(c *Config) { c.Routes[1].TLS.CertFile = "client.pem" },
+			want:   []string{"routes[1].tls: cert_file and key_file go together: give both or neither"},
 		},
 	}
 
