@@ -1,0 +1,261 @@
+// Package route is the compiled route table: each configured route with its
+// type patterns, jq filter, request shape (method, headers, jq body) and jq
+// result, built once at start so that ingest (which routes take an event)
+// and the worker (what an attempt sends, what it records) read the same one.
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+// Bounds on what programs yield.
+const (
+	// MaxBodyBytes bounds the JSON a body program yields: a delivery sends
+	// at most this much.
+	MaxBodyBytes = 1 << 20
+	// MaxResultBytes bounds the JSON a result program yields, which is
+	// stored on the delivery.
+	MaxResultBytes = 1 << 10
+)
+
+// JSONContentType is what a shaped body is sent as.
+const JSONContentType = "application/json"
+
+// Event is what programs see as $event, besides the route's name and the
+// delivery's idempotency key.
+type Event struct {
+	Provider, ID, Type string
+}
+
+// Route is one configured route, compiled.
+type Route struct {
+	config.Route
+
+	filter, body, result *program
+	// header holds the static and secret headers, canonical names; the
+	// values of secret ones must never be logged.
+	header http.Header
+}
+
+// Table is every configured route, compiled; safe for concurrent use.
+type Table struct {
+	routes []*Route
+	byName map[string]*Route
+}
+
+// New compiles cfg's routes. secretHeaders is config.Secrets.Headers: the
+// values of each route's secret_headers. An error names the key.
+func New(cfg *config.Config, secretHeaders map[string]map[string]string) (*Table, error) {
+	t := &Table{byName: map[string]*Route{}}
+	var errs []error
+	for i, c := range cfg.Routes {
+		key := fmt.Sprintf("routes[%d]", i)
+		r := &Route{Route: c, header: http.Header{}}
+		var err error
+		if r.filter, err = compile(key+".filter", c.Filter, false); err != nil {
+			errs = append(errs, err)
+		}
+		if r.body, err = compile(key+".body", c.Body, true); err != nil {
+			errs = append(errs, err)
+		}
+		if r.result, err = compile(key+".result", c.Result, false); err != nil {
+			errs = append(errs, err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+			r.header.Set(name, c.Headers[name])
+		}
+		for _, name := range slices.Sorted(maps.Keys(c.SecretHeaders)) {
+			v, ok := secretHeaders[c.Name][name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s.secret_headers.%s: environment variable %s was not read", key, name, c.SecretHeaders[name]))
+				continue
+			}
+			r.header.Set(name, v)
+		}
+		t.routes = append(t.routes, r)
+		t.byName[c.Name] = r
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Routes returns every route, in file order.
+func (t *Table) Routes() []*Route { return t.routes }
+
+// Route returns the route named name.
+func (t *Table) Route(name string) (*Route, bool) {
+	r, ok := t.byName[name]
+	return r, ok
+}
+
+// Unmatched is a route whose type patterns took an event but whose filter
+// did not.
+type Unmatched struct {
+	Route string
+	// Err is the filter's error (or the body's: not JSON); nil when the
+	// filter yielded something other than true.
+	Err error
+}
+
+// Match returns the names of the routes that take ev, in file order: those
+// of its provider whose type patterns match, and whose filter, if any,
+// yields true over payload. Routes whose filter said no are in unmatched.
+// payload is parsed once, and only when a filter needs it.
+func (t *Table) Match(ctx context.Context, ev Event, payload []byte) (matched []string, unmatched []Unmatched) {
+	var doc any
+	var docErr error
+	parsed := false
+	for _, r := range t.routes {
+		if r.Provider != ev.Provider || !r.Matches(ev.Type) {
+			continue
+		}
+		if r.filter == nil {
+			matched = append(matched, r.Name)
+			continue
+		}
+		if !parsed {
+			doc, docErr = decode(payload)
+			if docErr != nil {
+				docErr = fmt.Errorf("the event body %w", docErr)
+			}
+			parsed = true
+		}
+		ok, err := r.takes(ctx, ev, doc, docErr)
+		if ok {
+			matched = append(matched, r.Name)
+			continue
+		}
+		unmatched = append(unmatched, Unmatched{Route: r.Name, Err: err})
+	}
+	return matched, unmatched
+}
+
+// takes runs r's filter: only a first value of true matches.
+func (r *Route) takes(ctx context.Context, ev Event, doc any, docErr error) (bool, error) {
+	if docErr != nil {
+		return false, docErr
+	}
+	var first any
+	got := false
+	err := r.filter.run(ctx, doc, r.event(ev), func(v any) bool {
+		first, got = v, true
+		return false
+	})
+	if err != nil {
+		return false, fmt.Errorf("filter failed: %w", err)
+	}
+	return got && first == true, nil
+}
+
+// event is $event for r.
+func (r *Route) event(ev Event) map[string]any {
+	return map[string]any{
+		"provider":        ev.Provider,
+		"id":              ev.ID,
+		"type":            ev.Type,
+		"route":           r.Name,
+		"idempotency_key": IdempotencyKey(ev.Provider, ev.ID, r.Name),
+	}
+}
+
+// Header returns the route's static and secret headers; the caller must not
+// change it, nor log the values.
+func (r *Route) Header() http.Header { return r.header }
+
+// Shaped reports whether r sends a body of its own rather than the provider's.
+func (r *Route) Shaped() bool { return r.body != nil }
+
+// ErrProgram marks a failure of a route's body program: the delivery cannot
+// be sent, and retrying will not change that until the program does.
+var ErrProgram = errors.New("route program failed")
+
+// Body returns what an attempt of ev to r sends, and its content type:
+// payload and contentType unchanged when r has no body program, else the
+// program's one value as JSON. The same program over the same payload
+// yields the same bytes, so every attempt sends the same. A failure of the
+// program wraps ErrProgram and says why in one bounded line; an evaluation
+// cut short by ctx returns ctx's error instead.
+func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType string) ([]byte, string, error) {
+	if r.body == nil {
+		return payload, contentType, nil
+	}
+	fail := func(format string, args ...any) ([]byte, string, error) {
+		return nil, "", fmt.Errorf("%w: body: "+format, append([]any{ErrProgram}, args...)...)
+	}
+	doc, err := decode(payload)
+	if err != nil {
+		return fail("the event body %v", err)
+	}
+	var values []any
+	err = r.body.run(ctx, doc, r.event(ev), func(v any) bool {
+		values = append(values, v)
+		return len(values) < 2
+	})
+	var stop *stopped
+	switch {
+	case errors.As(err, &stop):
+		return nil, "", err
+	case err != nil:
+		return fail("%v", err)
+	case len(values) == 0:
+		return fail("the program yielded no value; it must yield one")
+	case len(values) > 1:
+		return fail("the program yielded more than one value; it must yield one")
+	}
+	out, err := gojq.Marshal(values[0])
+	if err != nil {
+		return fail("the value is not JSON: %s", truncate(oneLine(err.Error()), maxErrorLen))
+	}
+	if len(out) > MaxBodyBytes {
+		return fail("the value is %d bytes of JSON, over the %d allowed", len(out), MaxBodyBytes)
+	}
+	return out, JSONContentType, nil
+}
+
+// HasResult reports whether r records a result from the downstream's answer.
+func (r *Route) HasResult() bool { return r.result != nil }
+
+// Result runs r's result program over response, the downstream's answer to
+// a delivered attempt of ev, and returns its first value as JSON: nil when
+// r has no result program or it yielded nothing. The value is at most
+// MaxResultBytes; a larger one is an error.
+func (r *Route) Result(ctx context.Context, ev Event, response []byte) ([]byte, error) {
+	if r.result == nil {
+		return nil, nil
+	}
+	doc, err := decode(response)
+	if err != nil {
+		return nil, fmt.Errorf("result: the response %w", err)
+	}
+	var first any
+	got := false
+	err = r.result.run(ctx, doc, r.event(ev), func(v any) bool {
+		first, got = v, true
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("result: %w", err)
+	}
+	if !got {
+		return nil, nil
+	}
+	out, err := gojq.Marshal(first)
+	if err != nil {
+		return nil, fmt.Errorf("result: the value is not JSON: %s", truncate(oneLine(err.Error()), maxErrorLen))
+	}
+	if len(out) > MaxResultBytes {
+		return nil, fmt.Errorf("result: the value is %d bytes of JSON, over the %d allowed", len(out), MaxResultBytes)
+	}
+	return out, nil
+}

@@ -1,0 +1,235 @@
+package route
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+const routesYAML = `
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [STRIPE_WEBHOOK_SECRET]
+routes:
+  - name: create-shipment
+    provider: stripe
+    events: ["checkout.session.completed"]
+    filter: '.data.object.metadata.ship == "true"'
+    url: https://api.shipper.example/v1/shipments
+    headers: { Accept: application/json }
+    secret_headers: { Authorization: SHIPPER_AUTHORIZATION }
+    idempotency_header: X-Idempotency-Key
+    body: '{order: .data.object.metadata.order_id, amount: .data.object.amount_total, key: $event.idempotency_key}'
+    result: .id
+  - name: notify
+    provider: stripe
+    events: ["checkout.*"]
+    url: https://n8n.internal/webhook/paid
+  - name: broken-filter
+    provider: stripe
+    events: ["*"]
+    filter: '.data.object.amount_total | ascii_downcase'
+    url: https://n8n.internal/webhook/x
+  - name: other-provider
+    provider: stripe
+    events: ["invoice.paid"]
+    url: https://n8n.internal/webhook/y
+`
+
+func setup(t *testing.T, yaml string) *Table {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml))
+	require.NoError(t, err)
+	tab, err := New(cfg, map[string]map[string]string{"create-shipment": {"Authorization": "Bearer sk_test"}})
+	require.NoError(t, err)
+	return tab
+}
+
+var checkout = Event{Provider: "stripe", ID: "evt_1", Type: "checkout.session.completed"}
+
+func payload(ship string) []byte {
+	return []byte(`{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"amount_total":1234,
+		"metadata":{"ship":"` + ship + `","order_id":"ord_9"}}}}`)
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, routesYAML)
+	ctx := context.Background()
+
+	t.Run("FilterTrueMatches", func(t *testing.T) {
+		t.Parallel()
+		matched, unmatched := tab.Match(ctx, checkout, payload("true"))
+		require.Equal(t, []string{"create-shipment", "notify"}, matched)
+		require.Len(t, unmatched, 1)
+		require.Equal(t, "broken-filter", unmatched[0].Route)
+		require.ErrorContains(t, unmatched[0].Err, "filter failed: ascii_downcase cannot be applied to: number (1234)")
+	})
+
+	t.Run("FilterFalseDoesNotMatchAndSiblingsStillDo", func(t *testing.T) {
+		t.Parallel()
+		matched, unmatched := tab.Match(ctx, checkout, payload("false"))
+		require.Equal(t, []string{"notify"}, matched)
+		require.Equal(t, []Unmatched{{Route: "create-shipment"}, unmatched[1]}, unmatched)
+	})
+
+	t.Run("BodyThatIsNotJSONMatchesNoFilter", func(t *testing.T) {
+		t.Parallel()
+		matched, unmatched := tab.Match(ctx, checkout, []byte("ship=true"))
+		require.Equal(t, []string{"notify"}, matched)
+		require.Len(t, unmatched, 2)
+		require.ErrorContains(t, unmatched[0].Err, "the event body is not JSON")
+	})
+
+	t.Run("TypePatternsComeFirst", func(t *testing.T) {
+		t.Parallel()
+		matched, unmatched := tab.Match(ctx, Event{Provider: "stripe", ID: "evt_2", Type: "invoice.paid"}, []byte("not json"))
+		require.Equal(t, []string{"other-provider"}, matched)
+		require.Len(t, unmatched, 1, "only the filter of a route whose type matched runs")
+	})
+
+	t.Run("OnlyTrueIsTrue", func(t *testing.T) {
+		t.Parallel()
+		for _, filter := range []string{`"true"`, `1`, `empty`, `[true]`, `null`, `false, true`} {
+			tab := setup(t, strings.Replace(routesYAML, `'.data.object.metadata.ship == "true"'`, "'"+filter+"'", 1))
+			matched, _ := tab.Match(ctx, checkout, payload("true"))
+			require.NotContains(t, matched, "create-shipment", filter)
+		}
+		tab := setup(t, strings.Replace(routesYAML, `'.data.object.metadata.ship == "true"'`, "'true, false'", 1))
+		matched, _ := tab.Match(ctx, checkout, payload("true"))
+		require.Contains(t, matched, "create-shipment", "the first value decides")
+	})
+}
+
+func TestBody(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, routesYAML)
+	ship, _ := tab.Route("create-shipment")
+	ctx := context.Background()
+
+	t.Run("ShapesOneJSONValueTheSameEveryTime", func(t *testing.T) {
+		t.Parallel()
+		body, ct, err := ship.Body(ctx, checkout, payload("true"), "text/plain")
+		require.NoError(t, err)
+		require.Equal(t, "application/json", ct)
+		want := `{"amount":1234,"key":"` + IdempotencyKey("stripe", "evt_1", "create-shipment") + `","order":"ord_9"}`
+		require.Equal(t, want, string(body))
+		for range 20 {
+			again, _, err := ship.Body(ctx, checkout, payload("true"), "text/plain")
+			require.NoError(t, err)
+			require.Equal(t, body, again)
+		}
+	})
+
+	t.Run("LargeIntegersKeepEveryDigit", func(t *testing.T) {
+		t.Parallel()
+		tab := setup(t, strings.Replace(routesYAML, "body: '{order:", "body: '{id: .data.object.order_number, order:", 1))
+		r, _ := tab.Route("create-shipment")
+		body, _, err := r.Body(ctx, checkout, []byte(`{"data":{"object":{"order_number":820982911946154508}}}`), "")
+		require.NoError(t, err)
+		require.Contains(t, string(body), `"id":820982911946154508`)
+	})
+
+	t.Run("UnshapedRouteSendsThePayloadAsIs", func(t *testing.T) {
+		t.Parallel()
+		notify, _ := tab.Route("notify")
+		body, ct, err := notify.Body(ctx, checkout, []byte("raw bytes"), "text/plain")
+		require.NoError(t, err)
+		require.Equal(t, "raw bytes", string(body))
+		require.Equal(t, "text/plain", ct)
+	})
+
+	for _, tt := range []struct{ name, program, input, want string }{
+		{"RunTimeError", `.data.object.amount_total | ascii_downcase`, string(payload("true")),
+			"route program failed: body: ascii_downcase cannot be applied to: number (1234)"},
+		{"NoValue", `empty`, `{}`, "route program failed: body: the program yielded no value; it must yield one"},
+		{"TwoValues", `1, 2`, `{}`, "route program failed: body: the program yielded more than one value; it must yield one"},
+		{"NotJSON", `.`, `ship=true`, "route program failed: body: the event body is not JSON"},
+		{"RunsTooLong", `[range(1e15)] | length`, `{}`, "route program failed: body: took longer than 1s"},
+		{"ReadsTheClock", `{at: now}`, `{}`, "route program failed: body: error: now is not allowed here: the body must be the same on every attempt"},
+		{"TooLarge", `"x" * 1100000`, `{}`, "route program failed: body: the value is 1100002 bytes of JSON, over the 1048576 allowed"},
+		{"ErrorTextIsBounded", `error("x" * 1000 + "\n")`, `{}`, "route program failed: body: error: " + strings.Repeat("x", 290) + "…"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tab := setup(t, strings.Replace(routesYAML,
+				`body: '{order: .data.object.metadata.order_id, amount: .data.object.amount_total, key: $event.idempotency_key}'`,
+				"body: '"+strings.ReplaceAll(tt.program, "'", "''")+"'", 1))
+			r, _ := tab.Route("create-shipment")
+			_, _, err := r.Body(ctx, checkout, []byte(tt.input), "")
+			require.ErrorIs(t, err, ErrProgram)
+			require.EqualError(t, err, tt.want)
+		})
+	}
+
+	t.Run("CancelledIsNotTheProgramsFault", func(t *testing.T) {
+		t.Parallel()
+		tab := setup(t, strings.Replace(routesYAML,
+			`body: '{order: .data.object.metadata.order_id, amount: .data.object.amount_total, key: $event.idempotency_key}'`,
+			`body: '[range(1e15)] | length'`, 1))
+		r, _ := tab.Route("create-shipment")
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, _, err := r.Body(cctx, checkout, []byte(`{}`), "")
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotErrorIs(t, err, ErrProgram)
+	})
+}
+
+func TestResult(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, routesYAML)
+	ship, _ := tab.Route("create-shipment")
+	ctx := context.Background()
+
+	got, err := ship.Result(ctx, checkout, []byte(`{"id":"shp_123","status":"created"}`))
+	require.NoError(t, err)
+	require.Equal(t, `"shp_123"`, string(got))
+
+	got, err = ship.Result(ctx, checkout, []byte(`[]`))
+	require.ErrorContains(t, err, "result: expected an object but got: array ([])")
+	require.Nil(t, got)
+
+	_, err = ship.Result(ctx, checkout, []byte(`<html>`))
+	require.EqualError(t, err, "result: the response is not JSON")
+
+	_, err = ship.Result(ctx, checkout, []byte(`{"id":"`+strings.Repeat("x", 1100)+`"}`))
+	require.EqualError(t, err, "result: the value is 1102 bytes of JSON, over the 1024 allowed")
+
+	notify, _ := tab.Route("notify")
+	got, err = notify.Result(ctx, checkout, []byte(`{"id":"x"}`))
+	require.NoError(t, err)
+	require.Nil(t, got, "no result program, no result")
+}
+
+func TestHeader(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, routesYAML)
+	ship, _ := tab.Route("create-shipment")
+	require.Equal(t, "application/json", ship.Header().Get("Accept"))
+	require.Equal(t, "Bearer sk_test", ship.Header().Get("Authorization"))
+
+	cfg, err := config.Parse([]byte(routesYAML))
+	require.NoError(t, err)
+	_, err = New(cfg, nil)
+	require.EqualError(t, err, "routes[0].secret_headers.Authorization: environment variable SHIPPER_AUTHORIZATION was not read")
+}
+
+// A program must not read the worker's environment, where secrets live.
+// Not parallel: it sets a variable.
+func TestBodySeesNoEnvironment(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOOKGATE_ROUTE_TEST_SECRET", "TOPSECRET")
+	tab := setup(t, strings.Replace(routesYAML,
+		`body: '{order: .data.object.metadata.order_id, amount: .data.object.amount_total, key: $event.idempotency_key}'`,
+		`body: '[$ENV, env]'`, 1))
+	r, _ := tab.Route("create-shipment")
+	body, _, err := r.Body(ctx, checkout, []byte(`{}`), "")
+	require.NoError(t, err)
+	require.Equal(t, `[{},{}]`, string(body))
+}
