@@ -25,6 +25,8 @@ type deliveryView struct {
 	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
 	// BusinessKey is the route's business key this delivery holds.
 	BusinessKey string `json:"business_key,omitempty"`
+	// Result is what the route's result program recorded at completion.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims show` prints it.
@@ -74,7 +76,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 		v.Deliveries[i] = deliveryView{
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
-			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey,
+			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
 		}
 	}
 	if asJSON {
@@ -108,7 +110,7 @@ func printClaim(w io.Writer, v claimView) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tSTATUS\tATTEMPTS\tUPDATED\tCOMPLETED\tIDEMPOTENCY-KEY\tLAST ERROR")
+	fmt.Fprintln(tw, "ROUTE\tSTATUS\tATTEMPTS\tUPDATED\tCOMPLETED\tIDEMPOTENCY-KEY\tRESULT\tLAST ERROR")
 	for _, d := range v.Deliveries {
 		attempts := fmt.Sprint(d.AttemptCount)
 		if d.MaxAttempts > 0 {
@@ -116,8 +118,8 @@ func printClaim(w io.Writer, v claimView) error {
 		} else {
 			attempts += " (route no longer configured)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
-			stamp(d.CompletedAt), d.IdempotencyKey, orDash(d.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
+			stamp(d.CompletedAt), d.IdempotencyKey, orDash(string(d.Result)), orDash(d.LastError))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

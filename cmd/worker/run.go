@@ -98,6 +98,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	delivery, err := deliver.NewWorker(deliver.Options{
 		Config:         cfg,
 		SigningSecrets: secrets.Route,
+		SecretHeaders:  secrets.Headers,
 		DB:             pool,
 		Logger:         logger,
 		Metrics:        deliver.NewMetrics(reg, routes),

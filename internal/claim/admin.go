@@ -75,7 +75,7 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID))
 	}
 	// The business keys a claim holds are found through their claim index.
 	rows, err := s.pool.Query(ctx, `SELECT d.route, d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at,
-    d.completed_at, d.business_key_missing, coalesce(k.business_key, '')
+    d.completed_at, d.business_key_missing, coalesce(k.business_key, ''), d.result::text
 FROM webhook_deliveries d
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
 WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
@@ -85,7 +85,7 @@ WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
 		d := Delivery{Provider: provider, EventID: eventID, EventType: c.EventType}
 		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
-			&d.BusinessKeyMissing, &d.BusinessKey)
+			&d.BusinessKeyMissing, &d.BusinessKey, &d.Result)
 		return d, err
 	})
 	if err != nil {

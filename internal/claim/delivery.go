@@ -27,6 +27,9 @@ type Delivery struct {
 	// (the listed values as a JSON array), as Get reads it; empty when it
 	// holds none.
 	BusinessKey string
+	// Result is the JSON the route's result program recorded when the
+	// delivery completed; nil when there is none. Read by Get only.
+	Result []byte
 
 	// AttemptBase is how many Hookgate-Attempt numbers the delivery's
 	// earlier jobs used: attempt n of its current job is number
@@ -124,6 +127,10 @@ type AttemptResult struct {
 	// River hands the attempt back (a shutdown interrupt) while the number
 	// may have reached the downstream; else 0.
 	Spent int
+	// Result is JSON (at most 1 KiB) stored with a completion: what the
+	// route's result program took from the downstream's answer. Ignored
+	// unless Status is Completed; nil stores none.
+	Result []byte
 }
 
 // RecordAttempt writes an attempt's outcome into tx: the delivery's status,
@@ -196,6 +203,7 @@ func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorde
 	n := len(attempts)
 	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
 	statuses, counts, errs, spent := make([]string, n), make([]int32, n), make([]*string, n), make([]int32, n)
+	results := make([]*string, n)
 	for i, a := range attempts {
 		spent[i] = int32(a.Result.Spent)
 		keys[i] = a.Key
@@ -206,6 +214,10 @@ func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorde
 		}
 		if a.Result.Error != "" {
 			errs[i] = &a.Result.Error
+		}
+		if a.Result.Result != nil {
+			r := string(a.Result.Result)
+			results[i] = &r
 		}
 	}
 	if err := LockClaims(ctx, tx, keys...); err != nil {
@@ -221,12 +233,13 @@ UPDATE webhook_deliveries d SET
     last_error = coalesce(v.error, d.last_error),
     completed_at = CASE WHEN v.status = 'completed' THEN now() END,
     attempt_base = d.attempt_base + v.spent,
+    result = CASE WHEN v.status = 'completed' THEN v.result::jsonb END,
     updated_at = now()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[])
-    AS v(provider, event_id, route, status, attempts, error, spent)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[])
+    AS v(provider, event_id, route, status, attempts, error, spent, result)
 WHERE d.provider = v.provider AND d.event_id = v.event_id AND d.route = v.route
   AND d.status = 'processing'
-RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, counts, errs, spent)
+RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, counts, errs, spent, results)
 	if err != nil {
 		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
 	}
@@ -377,7 +390,7 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider
 	// holds their business key. Nor are those failed because their key
 	// could not be computed: they would run without it.
 	rows, err := tx.Query(ctx, `
-UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, updated_at = now()
+UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, result = NULL, updated_at = now()
 WHERE provider = $1 AND event_id = $2 AND status = ANY($3) AND NOT business_key_missing
 RETURNING route`, provider, eventID, allowed)
 	if err != nil {

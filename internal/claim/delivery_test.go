@@ -70,6 +70,29 @@ func TestRecordAttempt(t *testing.T) {
 		require.Empty(t, c.LastError)
 	})
 
+	t.Run("ResultIsStoredWithTheCompletionOnly", func(t *testing.T) {
+		t.Parallel()
+		b.claimed(t, "evt_result", "ship", "mail")
+
+		withResult := claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: "HTTP 503", Result: []byte(`"ignored"`)}
+		b.record(t, key("evt_result", "ship"), withResult)
+		_, ds := b.get(t, "evt_result")
+		require.Nil(t, ds["ship"].Result, "an attempt that did not complete stores no result")
+
+		withResult = claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true, Result: []byte(`{"id":"shp_1","n":2}`)}
+		b.record(t, key("evt_result", "ship"), withResult)
+		b.record(t, key("evt_result", "mail"), success)
+		c, ds := b.get(t, "evt_result")
+		require.Equal(t, claim.Completed, c.Status)
+		require.JSONEq(t, `{"id":"shp_1","n":2}`, string(ds["ship"].Result))
+		require.Nil(t, ds["mail"].Result, "a route without a result program stores none")
+
+		_, err := b.store.Reopen(t.Context(), "stripe", "evt_result", true)
+		require.NoError(t, err)
+		_, ds = b.get(t, "evt_result")
+		require.Nil(t, ds["ship"].Result, "a reopened delivery's next completion records its own")
+	})
+
 	t.Run("RetryableFailureStaysProcessing", func(t *testing.T) {
 		t.Parallel()
 		b.claimed(t, "evt_retry", "ship", "mail")

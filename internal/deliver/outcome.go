@@ -64,6 +64,11 @@ type outcome struct {
 	reason string
 	// retryAfter is what a retryable answer's Retry-After header asked for; 0 when none.
 	retryAfter time.Duration
+	// result is what the route's result program took from a delivered
+	// answer, as JSON; nil when none. resultErr says why a route that
+	// records results has none; it never changes the verdict.
+	result    []byte
+	resultErr error
 }
 
 // classifyStatus maps a downstream HTTP status to a verdict, per the contract.

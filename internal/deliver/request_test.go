@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("CarriesTheContractHeadersAndTheBodyByteForByte", func(t *testing.T) {
 		t.Parallel()
-		r, _ := cfg.Route("ship")
+		r, _ := w.routes.Route("ship")
 		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		require.Equal(t, http.MethodPost, req.Method)
@@ -64,7 +65,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("SignatureVerifiesWithTheOfficialLibrary", func(t *testing.T) {
 		t.Parallel()
-		r, _ := cfg.Route("ship")
+		r, _ := w.routes.Route("ship")
 		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
@@ -83,7 +84,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("UnsignedRouteSendsNoSignature", func(t *testing.T) {
 		t.Parallel()
-		r, _ := cfg.Route("mail")
+		r, _ := w.routes.Route("mail")
 		md := d
 		md.Route, md.ContentType = "mail", ""
 		req, err := w.request(context.Background(), r, md, 1)
@@ -96,7 +97,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("ContentEncodingIsForwardedAsReceived", func(t *testing.T) {
 		t.Parallel()
-		r, _ := cfg.Route("mail")
+		r, _ := w.routes.Route("mail")
 		md := d
 		md.Route, md.ContentEncoding = "mail", "gzip"
 		req, err := w.request(context.Background(), r, md, 1)
@@ -109,7 +110,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("ControlCharactersInTheEventTypeCannotBreakTheRequest", func(t *testing.T) {
 		t.Parallel()
-		r, _ := cfg.Route("mail")
+		r, _ := w.routes.Route("mail")
 		md := d
 		md.Route, md.EventType = "mail", "invoice.paid\r\nX-Injected: 1"
 		req, err := w.request(context.Background(), r, md, 1)
@@ -124,4 +125,90 @@ func TestRequest(t *testing.T) {
 		require.ErrorContains(t, err, "routes[0].signing_secret_env: SHIP_SECRET does not hold a Standard Webhooks secret")
 		require.NotContains(t, err.Error(), "not base64!")
 	})
+}
+
+func TestShapedRequest(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Routes: []config.Route{{
+		Name: "create-shipment", URL: "https://api.shipper.example/v1/shipments", SigningSecretEnv: "SHIP_SECRET",
+		Method: http.MethodPut, IdempotencyHeader: "X-Idempotency-Key",
+		Headers:       map[string]string{"Accept": "application/json"},
+		SecretHeaders: map[string]string{"Authorization": "SHIPPER_AUTHORIZATION"},
+		Body:          `{order: .data.object.metadata.order_id, event: $event.id, key: $event.idempotency_key}`,
+	}, {
+		Name: "broken", URL: "https://api.shipper.example/v1/shipments", Timeout: config.Duration(time.Minute),
+		Body: `.data.object.metadata.order_id | ascii_downcase`,
+	}}}
+	w, err := NewWorker(Options{
+		Config:         cfg,
+		SigningSecrets: map[string][]byte{"create-shipment": []byte(testSigningSecret)},
+		SecretHeaders:  map[string]map[string]string{"create-shipment": {"Authorization": "Bearer sk_live_1"}},
+	})
+	require.NoError(t, err)
+	payload := []byte(`{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"metadata":{"order_id":42}}}}`)
+	d := claim.Delivery{
+		Provider: "stripe", EventID: "evt_1", Route: "create-shipment", EventType: "checkout.session.completed",
+		ContentType: "application/json; charset=utf-8", Payload: payload,
+	}
+	key := d.Key().IdempotencyKey()
+	r, _ := w.routes.Route("create-shipment")
+
+	req, err := w.request(context.Background(), r, d, 1)
+	require.NoError(t, err)
+	require.Equal(t, http.MethodPut, req.Method)
+	body, err := io.ReadAll(req.Body)
+	require.NoError(t, err)
+	require.Equal(t, `{"event":"evt_1","key":"`+key+`","order":42}`, string(body))
+	require.Equal(t, int64(len(body)), req.ContentLength)
+	require.Equal(t, "application/json", req.Header.Get("Content-Type"))
+	require.Equal(t, "application/json", req.Header.Get("Accept"))
+	require.Equal(t, "Bearer sk_live_1", req.Header.Get("Authorization"))
+	require.Equal(t, key, req.Header.Get("X-Idempotency-Key"))
+	require.Empty(t, req.Header.Values("Idempotency-Key"), "the key goes in the route's header only")
+	require.Equal(t, "create-shipment", req.Header.Get("Hookgate-Route"))
+
+	wh, err := standardwebhooks.NewWebhook(testSigningSecret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(body, req.Header), "the signature covers the bytes sent")
+	require.Error(t, wh.Verify(payload, req.Header), "not the provider's")
+
+	again, err := w.request(context.Background(), r, d, 2)
+	require.NoError(t, err)
+	againBody, err := io.ReadAll(again.Body)
+	require.NoError(t, err)
+	require.Equal(t, body, againBody, "the same bytes on every attempt")
+
+	gz := d
+	gz.ContentEncoding = "gzip"
+	req, err = w.request(context.Background(), r, gz, 1)
+	require.NoError(t, err)
+	require.Empty(t, req.Header.Values("Content-Encoding"), "a shaped body is hookgate's own JSON, not the provider's encoding")
+
+	broken, _ := w.routes.Route("broken")
+	bd := d
+	bd.Route = "broken"
+	o := w.call(context.Background(), broken, bd, 1)
+	require.Equal(t, rejected, o.verdict, "a program that fails fails for good: no attempt would do better")
+	require.Equal(t, "route program failed: body: ascii_downcase cannot be applied to: number (42)", o.reason)
+}
+
+func TestRouteClientTLSFiles(t *testing.T) {
+	t.Parallel()
+	missing := t.TempDir() + "/missing.pem"
+	notPEM := t.TempDir() + "/ca.pem"
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+	for _, tt := range []struct {
+		tls  config.TLS
+		want string
+	}{
+		{config.TLS{CAFile: missing}, "routes[0].tls.ca_file: open " + missing + ": no such file or directory"},
+		{config.TLS{CAFile: notPEM}, "routes[0].tls.ca_file: " + notPEM + " holds no PEM certificate"},
+		{config.TLS{CertFile: missing, KeyFile: notPEM}, "routes[0].tls.cert_file: open " + missing + ": no such file or directory"},
+		{config.TLS{CertFile: notPEM, KeyFile: missing}, "routes[0].tls.key_file: open " + missing + ": no such file or directory"},
+		{config.TLS{CertFile: notPEM, KeyFile: notPEM}, "routes[0].tls.cert_file, routes[0].tls.key_file: not a certificate and its key: tls: failed to find any PEM data in certificate input"},
+	} {
+		cfg := &config.Config{Routes: []config.Route{{Name: "bank", URL: "https://bank.example/pay", TLS: tt.tls}}}
+		_, err := NewWorker(Options{Config: cfg})
+		require.EqualError(t, err, tt.want)
+	}
 }

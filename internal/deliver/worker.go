@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 // attemptGrace is how much longer than a route's timeout River gives one job
@@ -39,6 +41,9 @@ const (
 	drainBytes   = 64 << 10
 )
 
+// resultBytes bounds the answer a route's result program reads.
+const resultBytes = 64 << 10
+
 // DB is where the worker reads deliveries and begins its transactions: the
 // pool in production, a test's transaction under rivertest.
 type DB interface {
@@ -53,10 +58,14 @@ type Options struct {
 	// SigningSecrets maps a route name to its Standard Webhooks secret
 	// (config.Secrets.Route). Routes without one are sent unsigned.
 	SigningSecrets map[string][]byte
+	// SecretHeaders holds the values of each route's secret_headers
+	// (config.Secrets.Headers).
+	SecretHeaders map[string]map[string]string
 	// DB is the database; see DB.
 	DB DB
-	// HTTPClient makes the downstream calls. It must not follow redirects.
-	// Default NewHTTPClient(Config.Worker.Concurrency).
+	// HTTPClient makes every route's downstream calls. It must not follow
+	// redirects. Default: one client per route (see routeClient), so that
+	// each route keeps its own connections and TLS settings.
 	HTTPClient *http.Client
 	// Logger receives one line per attempt outcome.
 	Logger *slog.Logger
@@ -103,11 +112,12 @@ type Worker struct {
 	river.WorkerDefaults[claim.DeliveryArgs]
 
 	cfg     *config.Config
+	routes  *route.Table
+	clients map[string]*http.Client
 	signers map[string]*standardwebhooks.Webhook
 	db      DB
 	loads   *loader
 	ends    *completer
-	client  *http.Client
 	logger  *slog.Logger
 	metrics *Metrics
 	now     func() time.Time
@@ -120,23 +130,35 @@ type Worker struct {
 	hints map[int64]time.Duration
 }
 
-// NewWorker returns a delivery worker. It fails when a route's signing
-// secret is not a Standard Webhooks secret, naming the route, never the value.
+// NewWorker returns a delivery worker. It fails, naming the key, when a
+// route cannot be compiled, its TLS files cannot be read, or its signing
+// secret is not a Standard Webhooks secret (never quoting the value).
 func NewWorker(o Options) (*Worker, error) {
+	routes, err := route.New(o.Config, o.SecretHeaders)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
 		cfg:     o.Config,
+		routes:  routes,
+		clients: map[string]*http.Client{},
 		signers: map[string]*standardwebhooks.Webhook{},
 		db:      o.DB,
 		loads:   newLoader(o.DB),
 		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
-		client:  o.HTTPClient,
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 	}
-	if w.client == nil {
-		w.client = NewHTTPClient(o.Config.Worker.Concurrency)
+	for i, r := range o.Config.Routes {
+		c := o.HTTPClient
+		if c == nil {
+			if c, err = routeClient(i, r, o.Config.Worker.Concurrency); err != nil {
+				return nil, err
+			}
+		}
+		w.clients[r.Name] = c
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
@@ -247,7 +269,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 		log.Info("delivery is already " + string(d.Status) + "; job ends without a call")
 		return nil
 	}
-	route, ok := w.cfg.Route(k.Route)
+	r, ok := w.routes.Route(k.Route)
 	if !ok {
 		return w.end(ctx, job, log, d, outcome{verdict: rejected,
 			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
@@ -259,7 +281,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
-	o := w.call(ctx, route, d, attempt)
+	o := w.call(ctx, r, d, attempt)
 	w.metrics.attempt(k.Route, time.Since(start))
 	log = log.With(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
@@ -280,28 +302,61 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 }
 
 // call makes the one downstream request of this run and classifies its answer.
-func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery, attempt int) outcome {
+func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) outcome {
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
+			return errorOutcome(err, timeout) // cut short before the call
+		}
 		return outcome{verdict: rejected, reason: bound(err.Error())}
 	}
-	resp, err := w.client.Do(req)
+	resp, err := w.clients[r.Name].Do(req)
 	if err != nil {
 		return errorOutcome(err, timeout)
 	}
 	defer resp.Body.Close()
+	if r.HasResult() && classifyStatus(resp.StatusCode) == delivered {
+		return w.result(ctx, r, d, resp)
+	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 	return responseOutcome(resp.StatusCode, resp.Header, head, w.now())
 }
 
+// result reads a delivered answer (up to resultBytes) for the route's
+// result program. A result that cannot be computed leaves the outcome
+// delivered, with resultErr saying why.
+func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) outcome {
+	o := outcome{verdict: delivered, status: resp.StatusCode}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, resultBytes+1))
+	switch {
+	case err != nil:
+		o.resultErr = fmt.Errorf("result: reading the response: %s", describe(err, r.Timeout.D()))
+	case len(body) > resultBytes:
+		o.resultErr = fmt.Errorf("result: the response is over %d KiB", resultBytes>>10)
+	default:
+		o.result, o.resultErr = r.Result(ctx, event(d), body)
+	}
+	return o
+}
+
+// event is what route programs see of d as $event.
+func event(d claim.Delivery) route.Event {
+	return route.Event{Provider: d.Provider, ID: d.EventID, Type: d.EventType}
+}
+
 // request builds what the contract says the worker sends downstream, as
-// attempt number attempt.
-func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery, attempt int) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(d.Payload))
+// attempt number attempt: the route's shaped body (or the payload as it
+// came), its static and secret headers, then hookgate's own.
+func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) (*http.Request, error) {
+	body, contentType, err := r.Body(ctx, event(d), d.Payload, d.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
 	}
@@ -312,15 +367,19 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery, 
 	req.GetBody = nil
 	key := d.Key().IdempotencyKey()
 	h := req.Header
-	if d.ContentType != "" {
-		h.Set("Content-Type", headerValue(d.ContentType))
+	for name, values := range r.Header() {
+		h[name] = slices.Clone(values)
 	}
-	if d.ContentEncoding != "" {
+	if contentType != "" {
+		h.Set("Content-Type", headerValue(contentType))
+	}
+	if d.ContentEncoding != "" && !r.Shaped() {
 		// The stored bytes are encoded so; they are forwarded as received.
+		// A shaped body is JSON of hookgate's own, never encoded.
 		h.Set("Content-Encoding", headerValue(d.ContentEncoding))
 	}
 	h.Set("User-Agent", "hookgate")
-	h.Set("Idempotency-Key", key)
+	h.Set(r.IdempotencyHeader, key)
 	h.Set("Hookgate-Provider", d.Provider)
 	h.Set("Hookgate-Event-Id", d.EventID)
 	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
@@ -328,7 +387,7 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery, 
 	h.Set("Hookgate-Attempt", strconv.Itoa(attempt))
 	if wh := w.signers[r.Name]; wh != nil {
 		ts := w.now()
-		sig, err := wh.Sign(key, ts, d.Payload)
+		sig, err := wh.Sign(key, ts, body)
 		if err != nil {
 			return nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
 		}
@@ -347,7 +406,7 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	// The job ends: its attempt numbers are spent.
-	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt}
+	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result}
 	if o.verdict != delivered {
 		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt}
 	}
@@ -366,6 +425,10 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	if res.Status == claim.DeliveryCompleted {
 		w.metrics.outcome(k.Route, OutcomeCompleted)
 		w.metrics.completed(time.Since(d.ClaimFirstSeen))
+		if o.resultErr != nil {
+			log.Warn("delivered; the route's result could not be computed and none is recorded",
+				slog.String("error", bound(o.resultErr.Error())))
+		}
 		log.Info("delivered")
 		return nil
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -114,7 +116,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		return "invalid", "", err
 	}
 
-	routes := s.cfg.MatchingRoutes(name, ev.Type)
+	routes := s.match(req.Context(), name, ev, body)
 	names := make([]string, len(routes))
 	for i, r := range routes {
 		names[i] = r.Name
@@ -209,6 +211,29 @@ func contentEncoding(h http.Header) (string, error) {
 		}
 	}
 	return v, nil
+}
+
+// match returns the routes that take a verified event: by type, then by
+// filter. A filter that says no, or fails, is counted and (when it failed)
+// logged; the route simply gets no delivery.
+func (s *Server) match(ctx context.Context, provider string, ev verify.Event, body []byte) []config.Route {
+	names, unmatched := s.table.Match(ctx, route.Event{Provider: provider, ID: ev.ID, Type: ev.Type}, body)
+	for _, u := range unmatched {
+		if u.Err == nil {
+			s.metrics.filtered.WithLabelValues(u.Route, filterFalse).Inc()
+			continue
+		}
+		s.metrics.filtered.WithLabelValues(u.Route, filterError).Inc()
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "route filter failed; the route does not take the event",
+			slog.String("provider", provider), slog.String("event_id", ev.ID), slog.String("route", u.Route),
+			slog.String("error", capLog(u.Err.Error())))
+	}
+	routes := make([]config.Route, len(names))
+	for i, n := range names {
+		r, _ := s.table.Route(n)
+		routes[i] = r.Route
+	}
+	return routes
 }
 
 func (s *Server) handleHealthz(c echo.Context) error {

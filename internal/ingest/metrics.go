@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookgate/hookgate/internal/config"
 )
 
 // metrics are ingest's own counters; request counts and latency come from
@@ -21,13 +23,20 @@ type metrics struct {
 	overloaded        prometheus.Counter
 	// businessDuplicates is labelled by route names from the config only.
 	businessDuplicates *prometheus.CounterVec
+	filtered           *prometheus.CounterVec
 }
 
 // otherLabel is the one value that stands for every value not in a label's
 // fixed set.
 const otherLabel = "other"
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// Values of the result label of hookgate_route_filtered_total.
+const (
+	filterFalse = "false" // the filter yielded something other than true
+	filterError = "error" // the filter failed, or the body is not JSON
+)
+
+func newMetrics(reg prometheus.Registerer, cfg *config.Config) *metrics {
 	m := &metrics{
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hookgate", Name: "claims_created_total",
@@ -61,9 +70,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "hookgate", Name: "business_duplicates_total",
 			Help: "Deliveries skipped because another claim holds the route's business key, by route.",
 		}, []string{"route"}),
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hookgate", Name: "route_filtered_total",
+			Help: "Events whose type a route takes but whose filter did not match, by route and result (false or error).",
+		}, []string{"route", "result"}),
 	}
 	reg.MustRegister(m.claims, m.duplicates, m.reopened, m.replays, m.signatureFailures, m.inFlight, m.overloaded,
-		m.businessDuplicates)
+		m.businessDuplicates, m.filtered)
+	// Route names come from the config only; start every filter's series at 0.
+	for _, r := range cfg.Routes {
+		if r.Filter != "" {
+			m.filtered.WithLabelValues(r.Name, filterFalse)
+			m.filtered.WithLabelValues(r.Name, filterError)
+		}
+	}
 	return m
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -54,6 +55,7 @@ func (p provider) typeLabel(t string) string {
 type Server struct {
 	cfg       *config.Config
 	providers map[string]provider
+	table     *route.Table
 	claims    Claimer
 	db        Pinger
 	logger    *slog.Logger
@@ -65,15 +67,20 @@ type Server struct {
 }
 
 // New builds the server. It fails when a provider's verifier cannot be
-// built from its settings and secrets.
+// built from its settings and secrets, or a route cannot be compiled.
 func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	table, err := route.New(cfg, secrets.Headers)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		table:     table,
 		cfg:       cfg,
 		providers: map[string]provider{},
 		claims:    claims,
 		db:        db,
 		logger:    logger,
-		metrics:   newMetrics(reg),
+		metrics:   newMetrics(reg, cfg),
 		now:       time.Now,
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
 	}

@@ -5,6 +5,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 )
 
@@ -60,6 +62,9 @@ func New(cfg *config.Config, secretHeaders map[string]map[string]string) (*Table
 	for i, c := range cfg.Routes {
 		key := fmt.Sprintf("routes[%d]", i)
 		r := &Route{Route: c, header: http.Header{}}
+		// Config.Parse sets these defaults; a Config built in code may not.
+		r.Method = cmp.Or(c.Method, http.MethodPost)
+		r.IdempotencyHeader = cmp.Or(c.IdempotencyHeader, config.DefaultIdempotencyHeader)
 		var err error
 		if r.filter, err = compile(key+".filter", c.Filter, false); err != nil {
 			errs = append(errs, err)
@@ -165,7 +170,7 @@ func (r *Route) event(ev Event) map[string]any {
 		"id":              ev.ID,
 		"type":            ev.Type,
 		"route":           r.Name,
-		"idempotency_key": IdempotencyKey(ev.Provider, ev.ID, r.Name),
+		"idempotency_key": claim.Key{Provider: ev.Provider, EventID: ev.ID, Route: r.Name}.IdempotencyKey(),
 	}
 }
 
