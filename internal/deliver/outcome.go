@@ -69,6 +69,9 @@ type outcome struct {
 	// records results has none; it never changes the verdict.
 	result    []byte
 	resultErr error
+	// unsent: the request was never sent (its body program failed), so
+	// the run is not counted as an attempt.
+	unsent bool
 }
 
 // classifyStatus maps a downstream HTTP status to a verdict, per the contract.

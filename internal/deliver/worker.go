@@ -290,7 +290,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	switch {
 	case o.verdict == delivered, o.verdict == rejected:
-		return w.end(ctx, job, log, d, o, true)
+		return w.end(ctx, job, log, d, o, !o.unsent)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return w.interrupted(ctx, log, d, o)
 	case job.Attempt >= job.MaxAttempts:
@@ -309,9 +309,11 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
-			return errorOutcome(err, timeout) // cut short before the call
+			o := errorOutcome(err, timeout) // cut short before the call
+			o.unsent = true
+			return o
 		}
-		return outcome{verdict: rejected, reason: bound(err.Error())}
+		return outcome{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
 	resp, err := w.clients[r.Name].Do(req)
 	if err != nil {

@@ -94,6 +94,8 @@ type route struct {
 	businessKey []string // business_key sources; none when nil
 	concurrency int      // default worker.concurrency
 	provider    string   // default provider (sw)
+	url         string   // instead of the stack's downstream
+	extra       string   // more YAML keys of the route, each line indented four spaces
 }
 
 // setting overrides one worker setting of a stack's config, or, with a key
@@ -157,8 +159,8 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 	b.WriteString("routes:\n")
 	for _, r := range routes {
 		events, _ := json.Marshal(r.events)
-		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
-			r.name, cmpStr(r.provider, provider), events, down.URL, r.name, cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
+		fmt.Fprintf(&b, "  - name: %s\n    provider: %s\n    events: %s\n    url: %s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: %s, max: %s}\n",
+			r.name, cmpStr(r.provider, provider), events, cmpStr(r.url, down.URL+"/"+r.name), cmpDur(r.timeout, 2*time.Second), cmpInt(r.maxAttempts, 5),
 			cmpDur(r.initial, 10*time.Millisecond), cmpDur(r.max, time.Second))
 		if r.businessKey != nil {
 			sources, _ := json.Marshal(r.businessKey)
@@ -167,6 +169,7 @@ func newStack(t *testing.T, routes []route, settings ...setting) *stack {
 		if r.concurrency != 0 {
 			fmt.Fprintf(&b, "    concurrency: %d\n", r.concurrency)
 		}
+		b.WriteString(r.extra)
 		if r.signed {
 			b.WriteString("    signing_secret_env: E2E_ROUTE_SECRET\n")
 			down.signed(r.name)
@@ -337,9 +340,13 @@ func (s *stack) run(args ...string) (out string, exitCode int) {
 type event struct {
 	id, typ, object string
 	noObject        bool
+	raw             []byte // the whole body instead, which must carry typ
 }
 
 func (e event) body() []byte {
+	if e.raw != nil {
+		return e.raw
+	}
 	data := map[string]any{"id": cmpStr(e.object, "obj_"+e.id)}
 	if e.noObject {
 		data = map[string]any{}
