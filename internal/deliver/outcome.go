@@ -132,6 +132,7 @@ func describe(err error, timeout time.Duration) string {
 		hostErr x509.HostnameError
 		authErr x509.UnknownAuthorityError
 		recErr  tls.RecordHeaderError
+		opErr   *net.OpError
 		netErr  net.Error
 	)
 	switch {
@@ -148,8 +149,17 @@ func describe(err error, timeout time.Duration) string {
 			return "DNS lookup failed: host " + clean(dnsErr.Name) + " not found"
 		}
 		return "DNS lookup failed for host " + clean(dnsErr.Name)
-	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr):
-		return "TLS certificate not accepted"
+	case errors.As(err, &authErr):
+		return "TLS certificate not accepted: signed by an unknown authority (tls.ca_file names the CA to trust)"
+	case errors.As(err, &hostErr):
+		return "TLS certificate not accepted: not valid for the URL's host"
+	case errors.As(err, &certErr):
+		return "TLS certificate not accepted: " + clean(strings.TrimPrefix(certErr.Err.Error(), "x509: "))
+	case errors.As(err, &opErr) && opErr.Op == "remote error":
+		// An alert from the downstream's TLS stack: with TLS 1.3 a refused
+		// client certificate shows up here, on the first read.
+		return "TLS handshake failed: the downstream sent alert \"" + clean(strings.TrimPrefix(opErr.Err.Error(), "tls: ")) +
+			"\" (a client certificate it does not accept? see the route's tls.cert_file and tls.key_file)"
 	case errors.As(err, &recErr):
 		return "TLS handshake failed (is the route's URL http rather than https?)"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -178,4 +179,31 @@ func scrape(t *testing.T, p *proc) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// Each config error stops both binaries at start with the key named.
+func TestRouteConfigErrorsNameTheKey(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, extra, want string
+	}{
+		{"BadJQ", "    body: '{order: .id'\n", "routes[0].body: is not a valid jq program: unexpected EOF"},
+		{"UnknownMethod", "    method: DELETE\n", `routes[0].method: "DELETE" is not a supported method (one of POST, PUT, PATCH)`},
+		{"MissingSecretVariable", "    secret_headers: { Authorization: E2E_UNSET_AUTHORIZATION }\n",
+			"routes[0].secret_headers.Authorization: environment variable E2E_UNSET_AUTHORIZATION is not set or empty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStack(t, []route{{name: "ship", events: []string{"*"}, extra: tt.extra}})
+			for _, bin := range []string{bins.ingest, bins.worker} {
+				cmd := exec.Command(bin)
+				cmd.Env = s.env
+				out, err := cmd.CombinedOutput()
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee, "%s must not start:\n%s", bin, out)
+				require.Equal(t, 1, ee.ExitCode())
+				require.Contains(t, string(out), tt.want)
+			}
+		})
+	}
 }
