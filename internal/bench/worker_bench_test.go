@@ -46,7 +46,8 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 //	(a) River itself draining N no-op jobs, with the worker's settings,
 //	(b) the worker binary draining N pre-accepted events against an
 //	    instant local downstream,
-//	(c) claim-to-completion latency at a light steady load (20 events/s).
+//	(c) claim-to-completion latency at a light steady load (20 events/s),
+//	(d) as (b), to a route whose jq body program reshapes each event.
 //
 // Drain rates are taken between the first and last completion, so process
 // start-up counts for neither. N is BENCH_WORKER_EVENTS (default 5000); run
@@ -102,13 +103,13 @@ func BenchmarkWorker(b *testing.B) {
 		b.Fatal(err)
 	}
 	store := claim.NewStore(db.Pool, inserter, func(string) int { return 10 })
-	accept := func(prefix string, i int) error {
+	acceptTo := func(route, prefix string, i int) error {
 		id := fmt.Sprintf("%s_%d", prefix, i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "invoice.paid",
-			ContentType: "application/json", Payload: fmt.Appendf(nil, `{"id":%q,"type":"invoice.paid"}`, id)},
-			[]string{"sink"}, true)
+		_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
+			ContentType: "application/json", Payload: checkoutPayload(id)}, []string{route}, true)
 		return err
 	}
+	accept := func(prefix string, i int) error { return acceptTo("sink", prefix, i) }
 	if _, err := hammer("accept", n, func(i int) error { return accept("evt_drain", i) }); err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func BenchmarkWorker(b *testing.B) {
 FROM river_job`).Scan(&running, &noopRunning); err != nil {
 		b.Fatal(err)
 	}
-	hookgateRate := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries`)
+	hookgateRate := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE route = 'sink'`)
 	mu.Lock()
 	effects := len(hits)
 	mu.Unlock()
@@ -163,15 +164,36 @@ WHERE c.event_id LIKE 'evt_light_%'`)
 	}
 	worker.stop(b)
 
+	// (d) the same drain to a route with a body program, after (b) on the
+	// larger tables, so that any slowdown counts against the program.
+	if _, err := hammer("accept", n, func(i int) error { return acceptTo("shaped", "evt_shaped", i) }); err != nil {
+		b.Fatal(err)
+	}
+	worker = startWorker(b, db.URL, down.URL)
+	b.StartTimer()
+	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE route = 'shaped' AND status = 'completed'`, n)
+	b.StopTimer()
+	worker.stop(b)
+	shapedRate := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE route = 'shaped'`)
+	mu.Lock()
+	effects = len(hits)
+	mu.Unlock()
+	if effects != 2*n+light {
+		b.Fatalf("downstream saw %d distinct keys, want %d", effects, 2*n+light)
+	}
+
 	fmt.Fprintf(os.Stdout, "\nworker, %d workers, %d jobs per drain\n", workerConcurrency(), n)
 	fmt.Fprintf(os.Stdout, "%-40s %9.0f jobs/s    a job runs %6.1f ms on average\n", "(a) River, no-op job", riverRate, noopRunning*1000)
 	fmt.Fprintf(os.Stdout, "%-40s %9.0f events/s  a job runs %6.1f ms on average\n", "(b) hookgate worker, instant downstream", hookgateRate, running*1000)
+	fmt.Fprintf(os.Stdout, "%-40s %9.0f events/s\n", "(d) hookgate worker, jq body program", shapedRate)
 	fmt.Fprintf(os.Stdout, "ratio (b)/(a) = %.2f   (target >= 0.5)\n", hookgateRate/riverRate)
+	fmt.Fprintf(os.Stdout, "ratio (d)/(b) = %.2f   (target >= 0.8)\n", shapedRate/hookgateRate)
 	fmt.Fprintf(os.Stdout, "%-40s p50 %7.1f ms  p99 %7.1f ms   (target p50 < 100 ms)\n\n",
 		lat.name, ms(lat.pct(0.50)), ms(lat.pct(0.99)))
 	b.ReportMetric(riverRate, "river_noop_jobs/s")
 	b.ReportMetric(hookgateRate, "hookgate_events/s")
 	b.ReportMetric(hookgateRate/riverRate, "b/a")
+	b.ReportMetric(shapedRate/hookgateRate, "d/b")
 	b.ReportMetric(ms(lat.pct(0.50)), "c2c_p50_ms")
 	b.ReportMetric(ms(lat.pct(0.99)), "c2c_p99_ms")
 }
@@ -207,6 +229,19 @@ func spanRate(b *testing.B, pool *pgxpool.Pool, query string) float64 {
 	return float64(n-1) / last.Sub(first).Seconds()
 }
 
+// checkoutPayload is a paid checkout, shaped like Stripe's, for both drains.
+func checkoutPayload(id string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"object":"event","type":"checkout.session.completed","data":{"object":`+
+		`{"id":"cs_%s","amount_total":4200,"currency":"eur","metadata":{"order_id":"ord_%s","ship":"true"},`+
+		`"shipping_details":{"name":"Ada Lovelace","address":{"line1":"12 St James's Square","city":"London",`+
+		`"postal_code":"SW1Y 4JH","country":"GB"}}}}}`, id, id, id)
+}
+
+// shipmentBody is the shaped route's body program: a shipping API's request.
+const shipmentBody = `{order: .data.object.metadata.order_id, reference: $event.idempotency_key, ` +
+	`amount: {value: .data.object.amount_total, currency: (.data.object.currency | ascii_upcase)}, ` +
+	`to: {name: .data.object.shipping_details.name, address: (.data.object.shipping_details.address | {line1, city, postal_code, country})}}`
+
 type process struct {
 	cmd  *exec.Cmd
 	done chan error
@@ -236,7 +271,12 @@ routes:
     provider: bench
     events: ["*"]
     url: %s/sink
-`, addr, workerConcurrency(), downstream)
+  - name: shaped
+    provider: bench
+    events: ["*"]
+    url: %s/shaped
+    body: '%s'
+`, addr, workerConcurrency(), downstream, downstream, shipmentBody)
 	cfgPath := filepath.Join(dir, "hookgate.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
