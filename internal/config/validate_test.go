@@ -685,6 +685,7 @@ func TestValidate(t *testing.T) {
 			name:   "RetentionBatchSizeHuge",
 			mutate: func(c *Config) { c.Retention.BatchSize = 100001 },
 			want:   []string{"retention.batch_size: must be between 1 and 100000, got 100001"},
+		},
 
 		// Request shaping: method, headers, idempotency header, jq programs, TLS.
 		{
