@@ -651,3 +651,26 @@ providers:
 		"h-header-ts": "off", "h-json": "off", "gh-off": "off", "s-body": "body",
 	}, got)
 }
+
+// The worked example in docs/n8n.md is a config that loads, so that the
+// guide cannot drift from what the binaries accept.
+func TestN8NGuideConfig(t *testing.T) {
+	t.Parallel()
+
+	b, err := os.ReadFile("../../docs/n8n.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(b), "```yaml\n")
+	require.True(t, ok, "the guide has a yaml block")
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	c, err := Parse([]byte(block))
+	require.NoError(t, err)
+	_, err = c.ResolveSecrets(mapEnv(map[string]string{
+		"STRIPE_WEBHOOK_SECRET": "whsec_x", "SHIPPER_AUTHORIZATION": "Bearer sk_test", "N8N_WEBHOOK_TOKEN": "tok",
+	}))
+	require.NoError(t, err)
+	ship, ok := c.Route("create-shipment")
+	require.True(t, ok)
+	require.Equal(t, "X-Idempotency-Key", ship.IdempotencyHeader)
+	require.Equal(t, ".id", ship.Result)
+}
