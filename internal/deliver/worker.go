@@ -473,6 +473,12 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 // keeps the attempt (and its number) used, and retries.
 func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o outcome) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	if o.unsent {
+		// Stopped while shaping the body: nothing reached the downstream,
+		// so no attempt number is spent.
+		log.Info("attempt interrupted by shutdown before it was sent; the job returns to the queue")
+		return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
+	}
 	if err := w.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
 		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))
 		return fmt.Errorf("attempt of %s interrupted and not recorded: %s", k, o.reason)
