@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -233,4 +234,29 @@ func TestBodySeesNoEnvironment(t *testing.T) {
 	body, _, err := r.Body(ctx, checkout, []byte(`{}`), "")
 	require.NoError(t, err)
 	require.Equal(t, `[{},{}]`, string(body))
+}
+
+// One compiled table serves every request and job at once.
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, routesYAML)
+	ship, _ := tab.Route("create-shipment")
+	want, _, err := ship.Body(context.Background(), checkout, payload("true"), "")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				got, _, err := ship.Body(context.Background(), checkout, payload("true"), "")
+				if err != nil || string(got) != string(want) {
+					t.Errorf("got %s, %v", got, err)
+				}
+				matched, _ := tab.Match(context.Background(), checkout, payload("true"))
+				if len(matched) != 2 {
+					t.Errorf("matched %v", matched)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
