@@ -123,6 +123,7 @@ func TestRouteCallsTheDownstreamAPI(t *testing.T) {
 		d := deliveryOf(t, ds, "create-shipment")
 		require.Equal(t, 2, d.AttemptCount)
 		require.JSONEq(t, `"shp_2"`, string(d.Result))
+		require.Equal(t, 2, sh.shipments(), "one shipment per event")
 	})
 
 	t.Run("FilterThatSaysNoCreatesNoDeliveryWhileASiblingGetsOne", func(t *testing.T) {
