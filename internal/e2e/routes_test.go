@@ -126,6 +126,19 @@ func TestRouteCallsTheDownstreamAPI(t *testing.T) {
 		require.Equal(t, 2, sh.shipments(), "one shipment per event")
 	})
 
+	t.Run("ForcedRerunIsAbsorbedByTheAPIsDedupe", func(t *testing.T) {
+		e := checkout("evt_ship", "", "", "")
+		before := sh.shipments()
+		out, code := s.run("claims", "retry", provider, e.id, "--force")
+		require.Zero(t, code, out)
+		_, ds := s.waitStatus(e.id, claim.Completed, settle)
+		calls := sh.callsFor(key(e.id, "create-shipment"))
+		require.Len(t, calls, 2)
+		require.Equal(t, calls[0].body, calls[1].body, "the same bytes, the same key")
+		require.Equal(t, before, sh.shipments(), "the API saw the key before and created nothing")
+		require.JSONEq(t, `"shp_1"`, string(deliveryOf(t, ds, "create-shipment").Result), "the same shipment")
+	})
+
 	t.Run("FilterThatSaysNoCreatesNoDeliveryWhileASiblingGetsOne", func(t *testing.T) {
 		e := checkout("evt_pickup", "false", "false", "500")
 		s.claimed(ingest, e)
