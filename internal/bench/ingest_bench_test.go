@@ -53,6 +53,10 @@ providers:
     scheme: stripe
     secrets_env: [BENCH_STRIPE]
     replay_guard: body
+  - name: stripe-filtered          # (a)'s provider, its route with a jq filter
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+    replay_guard: off
 routes:
   - name: ship-order
     provider: stripe
@@ -66,6 +70,11 @@ routes:
   - name: ship-order-guarded
     provider: stripe-guarded
     events: ["invoice.*"]
+    url: http://127.0.0.1:1/ship
+  - name: ship-filtered
+    provider: stripe-filtered
+    events: ["invoice.*"]
+    filter: '.data.object.id | startswith("in_")'
     url: http://127.0.0.1:1/ship
 `
 
@@ -141,10 +150,12 @@ func hammer(name string, n int, op func(i int) error) (phase, error) {
 //	(e) a quarter as many distinct events all sharing one business key
 //	    (all but one skipped),
 //	(f) unique signed events, as (a), to a provider with the replay guard on,
+//	(g) unique signed events, as (a), to a provider whose route has a jq
+//	    filter (that matches, so each event is claimed as in (a)),
 //
-// each at the same concurrency, and reports (a)/(c), (b)/(a), (d)/(a) and
-// (f)/(a) with (f)'s p99 against (a)'s. (a), (d) and (f) run in turns, an
-// eighth of each at a time. Each phase sends BENCH_INGEST_EVENTS events
+// each at the same concurrency, and reports (a)/(c), (b)/(a), (d)/(a),
+// (f)/(a) with (f)'s p99 against (a)'s, and (g)/(a). (a), (d), (f) and (g)
+// run in turns, an eighth of each at a time. Each phase sends BENCH_INGEST_EVENTS events
 // (default 20000); run it with -benchtime 1x.
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
@@ -222,12 +233,15 @@ func BenchmarkIngest(b *testing.B) {
 	post := func(s signed) error { return postTo(url, s) }
 	keyedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-bk"
 	guardedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-guarded"
+	filteredURL := "http://" + ln.Addr().String() + "/webhooks/stripe-filtered"
 
 	unique, keyed, guarded, sharing := make([]signed, n), make([]signed, n), make([]signed, n), make([]signed, n/4)
+	filtered := make([]signed, n)
 	for i := range unique {
 		unique[i] = sign(fmt.Sprintf("evt_unique_%d", i))
 		keyed[i] = sign(fmt.Sprintf("evt_keyed_%d", i))
 		guarded[i] = sign(fmt.Sprintf("evt_guarded_%d", i))
+		filtered[i] = sign(fmt.Sprintf("evt_filtered_%d", i))
 	}
 	for i := range sharing {
 		sharing[i] = signAbout(fmt.Sprintf("evt_sharing_%d", i), "in_shared")
@@ -250,18 +264,19 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// (a), (d) and (f) in turns, an eighth of each at a time and which goes
-	// first rotating, so that the machine's changing load and the tables'
-	// growth fall on all three alike.
+	// (a), (d), (f) and (g) in turns, an eighth of each at a time and which
+	// goes first rotating, so that the machine's changing load and the
+	// tables' growth fall on all of them alike.
 	const turns = 8
 	a := phase{name: "(a) unique events, HTTP"}
 	d := phase{name: "(d) unique events, business key, HTTP"}
 	f := phase{name: "(f) unique events, replay guard, HTTP"}
+	g := phase{name: "(g) unique events, jq filter, HTTP"}
 	turnPhases := []struct {
 		p      *phase
 		url    string
 		events []signed
-	}{{&a, url, unique}, {&d, keyedURL, keyed}, {&f, guardedURL, guarded}}
+	}{{&a, url, unique}, {&d, keyedURL, keyed}, {&f, guardedURL, guarded}, {&g, filteredURL, filtered}}
 	for turn := range turns {
 		from, to := n*turn/turns, n*(turn+1)/turns
 		for k := range turnPhases {
@@ -287,7 +302,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_event_claims), (SELECT count(*) FROM river_job)`).Scan(&claims, &jobsN); err != nil {
 		b.Fatal(err)
 	}
-	want := 4*concurrency + n + 1 + n + n + n
+	want := 4*concurrency + n + 1 + n + n + n + n
 	// (e)'s events are claimed; all but the one holding the key have no job.
 	if claims != want+len(sharing) || jobsN != want+1 {
 		b.Fatalf("expected %d claims and %d jobs, found %d claims and %d jobs", want+len(sharing), want+1, claims, jobsN)
@@ -301,13 +316,14 @@ func BenchmarkIngest(b *testing.B) {
 	}
 
 	fmt.Fprintf(os.Stdout, "\ningest, %d concurrent connections, %d events per phase\n", concurrency, n)
-	for _, p := range []phase{a, st, c, d, e, f} {
+	for _, p := range []phase{a, st, c, d, e, f, g} {
 		fmt.Fprintln(os.Stdout, p)
 	}
 	fmt.Fprintf(os.Stdout, "ratio (a)/(c) = %.2f   (target >= 0.6)\nratio (b)/(a) = %.2f   (target >= 1.0)\nratio (d)/(a) = %.2f   (target >= 0.85)\n",
 		a.rate()/c.rate(), st.rate()/a.rate(), d.rate()/a.rate())
-	fmt.Fprintf(os.Stdout, "ratio (f)/(a) = %.2f, p99 (f)/(a) = %.2f   (the replay guard: target >= 0.9 and <= 1.1)\n\n",
+	fmt.Fprintf(os.Stdout, "ratio (f)/(a) = %.2f, p99 (f)/(a) = %.2f   (the replay guard: target >= 0.9 and <= 1.1)\n",
 		f.rate()/a.rate(), float64(f.pct(0.99))/float64(a.pct(0.99)))
+	fmt.Fprintf(os.Stdout, "ratio (g)/(a) = %.2f   (a jq filter: target >= 0.9)\n\n", g.rate()/a.rate())
 	b.ReportMetric(a.rate(), "unique_req/s")
 	b.ReportMetric(st.rate(), "storm_req/s")
 	b.ReportMetric(c.rate(), "bare_tx/s")
@@ -319,6 +335,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(f.rate(), "guarded_req/s")
 	b.ReportMetric(ms(f.pct(0.99)), "guarded_p99_ms")
 	b.ReportMetric(f.rate()/a.rate(), "f/a")
+	b.ReportMetric(g.rate()/a.rate(), "g/a")
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
