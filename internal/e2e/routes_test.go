@@ -158,12 +158,12 @@ func TestRouteCallsTheDownstreamAPI(t *testing.T) {
 		s.claimed(ingest, e)
 		c, ds := s.waitStatus(e.id, claim.Failed, settle)
 		d := deliveryOf(t, ds, "create-label")
-		require.Equal(t, claim.Failed, d.Status)
+		require.Equal(t, claim.DeliveryFailed, d.Status)
 		require.Equal(t, `route program failed: body: tonumber cannot be applied to "heavy": invalid number`, d.LastError)
 		require.Zero(t, d.AttemptCount, "nothing was sent, so no attempt is counted")
 		require.Empty(t, s.down.callsFor(key(e.id, "create-label")))
 		require.Equal(t, d.LastError, c.LastError)
-		require.Equal(t, claim.Completed, deliveryOf(t, ds, "notify").Status, "a sibling is unaffected")
+		require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "notify").Status, "a sibling is unaffected")
 
 		// Retrying cannot fix a program; fixing the config and then
 		// `claims retry` can.
