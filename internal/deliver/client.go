@@ -10,9 +10,9 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 )
 
-// routeClient returns the HTTP client of routes[i]: NewHTTPClient's, with
-// the route's own transport so that its connections are reused by it alone,
-// and its TLS settings when it has some. Certificates are always verified:
+// routeClient returns the HTTP client of routes[i]: NewHTTPClient's for the
+// route's concurrency, with the route's own transport so that its
+// connections are reused by it alone, and its TLS settings when it has some. Certificates are always verified:
 // against the system roots, or tls.ca_file instead. A file that cannot be
 // read or parsed is an error naming its key.
 func routeClient(i int, r config.Route, concurrency int) (*http.Client, error) {

@@ -5,6 +5,7 @@ package deliver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,7 +155,7 @@ func NewWorker(o Options) (*Worker, error) {
 	for i, r := range o.Config.Routes {
 		c := o.HTTPClient
 		if c == nil {
-			if c, err = routeClient(i, r, o.Config.Worker.Concurrency); err != nil {
+			if c, err = routeClient(i, r, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency)); err != nil {
 				return nil, err
 			}
 		}
