@@ -87,7 +87,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 			v.Deliveries = append(v.Deliveries, deliveryView{
 				Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 				LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
-				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey,
+				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
 			})
 		}
 		return enc.Encode(&v)

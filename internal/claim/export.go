@@ -39,6 +39,8 @@ type exportedDelivery struct {
 	UpdatedAt    time.Time      `json:"updated_at"`
 	CompletedAt  *time.Time     `json:"completed_at"`
 	BusinessKey  string         `json:"business_key"`
+	// Result is the route's recorded result, JSON null when there is none.
+	Result json.RawMessage `json:"result"`
 }
 
 // Export calls emit for every claim f matches, oldest first (by
@@ -98,7 +100,8 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
     (SELECT coalesce(json_agg(json_build_object(
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
-                'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, '')) ORDER BY d.route), '[]')
+                'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, ''),
+                'result', d.result) ORDER BY d.route), '[]')
      FROM webhook_deliveries d
      LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
      WHERE d.provider = c.provider AND d.event_id = c.event_id)
@@ -136,10 +139,15 @@ LIMIT ` + strconv.Itoa(page)
 			}
 			e.Deliveries = e.Deliveries[:0]
 			for _, d := range ds {
+				var result []byte
+				if string(d.Result) != "null" {
+					result = d.Result
+				}
 				e.Deliveries = append(e.Deliveries, Delivery{
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
 					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
+					Result: result,
 				})
 			}
 			if err := emit(&e); err != nil {

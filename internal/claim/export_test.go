@@ -114,6 +114,17 @@ func TestExport(t *testing.T) {
 		require.Len(t, keyed, 1)
 		require.Equal(t, `["in_1"]`, keyed[0].Deliveries[0].BusinessKey)
 
+		// So is the result a route recorded when the delivery completed.
+		b.record(t, key("evt_keyed", "ship"), claim.AttemptResult{
+			Status: claim.DeliveryCompleted, Attempted: true, Result: []byte(`{"id":"shp_1"}`)})
+		keyed = b.exported(t, claim.ExportFilter{Since: time.Now().Add(-time.Minute)})
+		require.JSONEq(t, `{"id":"shp_1"}`, string(keyed[0].Deliveries[0].Result))
+		for _, e := range b.exported(t, claim.ExportFilter{Before: time.Now().Add(-time.Minute)}) {
+			for _, d := range e.Deliveries {
+				require.Nil(t, d.Result, "no result recorded: none exported")
+			}
+		}
+
 		for _, e := range b.exported(t, claim.ExportFilter{}) {
 			require.Nil(t, e.Payload, e.EventID)
 		}

@@ -100,6 +100,10 @@ func TestRouteCallsTheDownstreamAPI(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out), &v))
 		require.Equal(t, "create-shipment", v.Deliveries[0].Route)
 		require.JSONEq(t, `"shp_1"`, string(v.Deliveries[0].Result))
+		out, code = s.run("claims", "export", "--provider", provider)
+		require.Zero(t, code, out)
+		require.NoError(t, json.Unmarshal([]byte(strings.Split(strings.TrimSpace(out), "\n")[0]), &v))
+		require.JSONEq(t, `"shp_1"`, string(v.Deliveries[0].Result), "export carries the result too")
 
 		require.NotContains(t, worker.out.String(), shipperToken, "the secret header is never logged")
 		require.NotContains(t, ingest.out.String(), shipperToken)
