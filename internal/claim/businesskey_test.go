@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // keyed returns stripe event id carrying business keys: route, key pairs.
@@ -160,7 +161,7 @@ func TestBusinessKey(t *testing.T) {
 		const k = `["invoice.paid","in_deleted"]`
 		_, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		b.exec(t, `DELETE FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = 'evt_bk_old'`)
+		testfactory.DeleteClaim(t.Context(), t, b.db.Pool, claim.EventKey{Provider: "stripe", EventID: "evt_bk_old"})
 		var left int
 		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
 			`SELECT count(*) FROM webhook_business_keys WHERE event_id = 'evt_bk_old'`).Scan(&left))
@@ -170,7 +171,9 @@ func TestBusinessKey(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
 			"a very late event with the key of a deleted claim is delivered")
-		b.exec(t, `DELETE FROM river_job WHERE args ->> 'event_id' IN ('evt_bk_old', 'evt_bk_late')`)
+		for _, id := range []string{"evt_bk_old", "evt_bk_late"} {
+			testfactory.DeleteJobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: key(id, "")})
+		}
 	})
 
 	t.Run("LongValuesAreKeysToo", func(t *testing.T) {

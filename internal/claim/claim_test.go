@@ -101,6 +101,13 @@ func (b *bundle) record(t *testing.T, k claim.Key, r claim.AttemptResult) {
 	require.NoError(t, tx.Commit(ctx))
 }
 
+// exec runs a statement the factory has no words for (testfactory).
+func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
+	t.Helper()
+	_, err := b.db.Pool.Exec(t.Context(), sql, arguments...)
+	require.NoError(t, err)
+}
+
 // get returns a stripe claim and its deliveries by route.
 func (b *bundle) get(t *testing.T, id string) (claim.Claim, map[string]claim.Delivery) {
 	t.Helper()
@@ -111,12 +118,6 @@ func (b *bundle) get(t *testing.T, id string) (claim.Claim, map[string]claim.Del
 		byRoute[d.Route] = d
 	}
 	return c, byRoute
-}
-
-func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
-	t.Helper()
-	_, err := b.db.Pool.Exec(t.Context(), sql, arguments...)
-	require.NoError(t, err)
 }
 
 // requireJobs adds more to the jobs expected in b's database and requires

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestLoadDelivery(t *testing.T) {
@@ -402,11 +403,10 @@ func TestReopen(t *testing.T) {
 		// processing with no delivery to finish it.
 		b.claimed(t, "evt_hollow", "ship")
 		b.record(t, key("evt_hollow", "ship"), success)
-		_, err := b.db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET status = 'failed', completed_at = NULL
-WHERE event_id = 'evt_hollow'`)
-		require.NoError(t, err)
+		testfactory.SetClaim(t.Context(), t, b.db.Pool, claim.EventKey{Provider: "stripe", EventID: "evt_hollow"},
+			&testfactory.ClaimOpts{Status: claim.Failed})
 
-		_, err = b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
+		_, err := b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
 		require.ErrorIs(t, err, claim.ErrConflict)
 		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
 		require.NoError(t, err)
@@ -473,8 +473,7 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
 	require.NoError(t, err)
-	_, err = b.db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed' WHERE event_id = 'evt_b3'`)
-	require.NoError(t, err)
+	testfactory.SetDelivery(ctx, t, b.db.Pool, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.Failed})
 
 	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)

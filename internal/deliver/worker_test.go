@@ -21,6 +21,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -278,11 +279,11 @@ func TestWorkAfterRescue(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		rescue string // what happens to the job during the call
+		rescue *testfactory.JobOpts // what happens to the job during the call
 		state  rivertype.JobState
 	}{
-		{"RescuedJobIsLeftToItsNextRun", `state = 'retryable', scheduled_at = now() + interval '1 hour'`, rivertype.JobStateRetryable},
-		{"RescuedJobAlreadyRunningAgainIsNotCompletedByTheOldRun", `state = 'running', attempt = 2, attempted_at = now()`, rivertype.JobStateRunning},
+		{"RescuedJobIsLeftToItsNextRun", &testfactory.JobOpts{State: rivertype.JobStateRetryable, ScheduledAt: testfactory.Ago(-time.Hour)}, rivertype.JobStateRetryable},
+		{"RescuedJobAlreadyRunningAgainIsNotCompletedByTheOldRun", &testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 2, AttemptedAt: testfactory.Now()}, rivertype.JobStateRunning},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -290,17 +291,14 @@ func TestWorkAfterRescue(t *testing.T) {
 			var b bundle
 			b = setup(t, func(int, *http.Request) int {
 				// The rescuer, as River runs it, from another connection.
-				_, err := b.db.Pool.Exec(context.Background(), `UPDATE river_job SET `+tt.rescue+` WHERE id = $1`, jobID)
-				if err != nil {
-					return http.StatusTeapot
-				}
+				testfactory.SetJobs(context.Background(), t, b.db.Pool, testfactory.JobWhere{ID: jobID}, tt.rescue)
 				return http.StatusOK
 			})
 			b.claimed(t, "evt_rescued", "ship")
 			ctx := t.Context()
 			var err error
-			require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-				WHERE kind = $1 RETURNING id`, claim.DeliveryKind).Scan(&jobID))
+			jobID = testfactory.SetJobs(ctx, t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: "evt_rescued"}},
+				&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})[0]
 			row, err := b.client.JobGet(ctx, jobID)
 			require.NoError(t, err)
 			w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})

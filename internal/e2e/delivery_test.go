@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // settle is how long a test waits for a delivery that needs no retry.
@@ -449,9 +450,8 @@ func TestReconcilerRequeuesDeliveriesWithoutAJob(t *testing.T) {
 	ingest := s.ingest()
 	e := event{id: "evt_orphan", typ: "order.paid"}
 	s.claimed(ingest, e)
-	tag, err := s.db.Pool.Exec(t.Context(), `DELETE FROM river_job WHERE args ->> 'event_id' = $1`, e.id)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	gone := testfactory.DeleteJobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: e.id}})
+	require.Len(t, gone, 1)
 
 	w := s.worker()
 	s.waitStatus(e.id, claim.Completed, settle)
