@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -364,17 +365,12 @@ func TestSeveralWorkers(t *testing.T) {
 	}
 	wg.Wait()
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var done int
-		require.NoError(t, s.db.Pool.QueryRow(t.Context(),
+		require.NoError(c, s.db.Pool.QueryRow(t.Context(),
 			`SELECT count(*) FROM webhook_event_claims WHERE status = 'completed'`).Scan(&done))
-		if done == events {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "%d of %d claims completed", done, events)
-		time.Sleep(50 * time.Millisecond)
-	}
+		require.Equal(c, events, done, "claims completed")
+	}, 60*time.Second, 50*time.Millisecond)
 	for i := range events {
 		k := key(fmt.Sprintf("evt_%03d", i), "ship")
 		require.Len(t, s.down.callsFor(k), 1, "event %d delivered more than once", i)

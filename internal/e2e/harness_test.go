@@ -22,6 +22,7 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -398,20 +399,15 @@ func (s *stack) claimed(ingest *proc, e event) {
 // with its deliveries.
 func (s *stack) waitStatus(id string, want claim.Status, timeout time.Duration) (claim.Claim, []claim.Delivery) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var c claim.Claim
 	var ds []claim.Delivery
-	var err error
-	for {
+	require.EventuallyWithT(s.t, func(t *assert.CollectT) {
+		var err error
 		c, ds, err = s.store.Get(context.Background(), provider, id)
-		if err == nil && c.Status == want {
-			return c, ds
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("claim %s/%s is not %s after %s: %+v %+v (err %v)", provider, id, want, timeout, c, ds, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		require.NoError(t, err)
+		require.Equal(t, want, c.Status, "claim %s/%s: %+v %+v", provider, id, c, ds)
+	}, timeout, 25*time.Millisecond, "claim %s/%s is not %s after %s", provider, id, want, timeout)
+	return c, ds
 }
 
 // deliveryOf returns route's delivery among ds.
