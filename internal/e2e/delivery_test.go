@@ -95,9 +95,10 @@ func TestWorkerDownWhenEventIsClaimed(t *testing.T) {
 // TestWorkerKilledAfterTheSideEffect kills the worker while the downstream,
 // having performed the effect, holds its answer. River rescues the job after
 // rescue_after; the retry carries the same key and the downstream dedupes it.
-// The rescue needs the new worker to become River's leader, which waits out
-// the dead one's leadership (about 15s). The retry carries the next
-// Hookgate-Attempt: River counted the crashed attempt when it fetched the job.
+// The rescue needs the new worker to become River's leader: rather than wait
+// out the dead one's term (about 15s), the test ends it, as its expiry would.
+// The retry carries the next Hookgate-Attempt: River counted the crashed
+// attempt when it fetched the job.
 func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "ship", events: []string{"*"}, timeout: 2 * time.Second}},
@@ -130,6 +131,15 @@ func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.Processing, c.Status, "nothing recorded by the killed worker")
 
+	// The new leader's rescuer looks once at start, then every 30s: start
+	// it once the job has run for longer than rescue_after.
+	require.Eventually(t, func() bool {
+		var stuck bool
+		err := s.db.Pool.QueryRow(t.Context(), `SELECT attempted_at < now() - interval '4 seconds' FROM river_job
+WHERE args->>'event_id' = $1 AND state = 'running'`, e.id).Scan(&stuck)
+		return err == nil && stuck
+	}, settle, 50*time.Millisecond)
+	testfactory.ExpireLeader(t.Context(), t, s.db.Pool)
 	s.worker()
 	c, ds := s.waitStatus(e.id, claim.Completed, 90*time.Second)
 	calls := s.down.callsFor(key(e.id, "ship"))

@@ -273,3 +273,14 @@ func Ago(d time.Duration) *time.Time {
 
 // Now returns a pointer to now, for the time fields.
 func Now() *time.Time { return Ago(0) }
+
+// ExpireLeader ends the River leadership of a client that is gone, as the
+// expiry of its term would some 15 seconds later, so that the next client
+// to start is elected at once and runs the maintenance services (the
+// rescuer among them) without that wait.
+func ExpireLeader(ctx context.Context, tb testing.TB, exec Executor) {
+	tb.Helper()
+	if _, err := exec.Exec(ctx, `DELETE FROM river_leader`); err != nil {
+		tb.Fatalf("testfactory: expiring the River leader: %v", err)
+	}
+}
