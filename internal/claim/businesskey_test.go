@@ -32,11 +32,11 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("LaterClaimWithTheKeyIsSkippedNamingTheHolder", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 2}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 2}, res)
 
 		res, err = b.store.Claim(t.Context(), keyed("evt_bk_second", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, res)
 
 		c, ds := b.get(t, "evt_bk_second")
 		require.Equal(t, claim.Processing, c.Status)
@@ -60,7 +60,7 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("AllSkippedIsIgnoredWithoutJob", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_third", "ship", orderKey), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_third")
 		require.Equal(t, claim.Ignored, c.Status)
 		require.Nil(t, c.CompletedAt)
@@ -81,14 +81,14 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("KeysAreScopedToTheRoute", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_mail", "mail", orderKey), []string{"mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
 		b.requireJobs(t, args("evt_bk_mail", "mail")...)
 	})
 
 	t.Run("DuplicateOfTheHolderChangesNothing", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Duplicate, res.Outcome)
+		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Nil(t, res.Skipped)
 		var holders []string
 		rows, err := b.db.Pool.Query(t.Context(), `SELECT event_id FROM webhook_business_keys WHERE route = 'ship'`)
@@ -104,7 +104,7 @@ func TestBusinessKey(t *testing.T) {
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_missing")
 		require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 		require.Equal(t, "business key: json:data.object.id is missing", ds["ship"].LastError)
@@ -121,7 +121,7 @@ func TestBusinessKey(t *testing.T) {
 		require.ErrorIs(t, err, claim.ErrConflict)
 		res, err = b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Duplicate, Status: claim.Failed}, res)
+		require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: claim.Failed}, res)
 		b.requireJobs(t)
 	})
 
@@ -130,7 +130,7 @@ func TestBusinessKey(t *testing.T) {
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: header:X-Order is missing"}}
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Failed, Unkeyed: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Failed, Unkeyed: []string{"ship"}}, res)
 		c, _ := b.get(t, "evt_bk_missing_only")
 		require.Equal(t, claim.Failed, c.Status)
 		failed, err := b.store.List(t.Context(), claim.Filter{Status: claim.Failed})
@@ -169,7 +169,7 @@ func TestBusinessKey(t *testing.T) {
 
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_late", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
 			"a very late event with the key of a deleted claim is delivered")
 		for _, id := range []string{"evt_bk_old", "evt_bk_late"} {
 			testfactory.DeleteJobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: key(id, "")})
@@ -204,7 +204,7 @@ func TestBusinessKeyConcurrent(t *testing.T) {
 	holder := -1
 	for i, res := range results {
 		require.NoError(t, errs[i])
-		require.Equal(t, claim.Claimed, res.Outcome)
+		require.Equal(t, claim.Claimed, res.Decision)
 		if res.Skipped == nil {
 			require.Equal(t, -1, holder, "two holders: %d and %d", holder, i)
 			holder = i

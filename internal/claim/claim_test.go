@@ -87,7 +87,7 @@ func (b *bundle) claimed(t *testing.T, id string, routes ...string) {
 	t.Helper()
 	res, err := b.store.Claim(t.Context(), event(id), routes, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 }
 
 // record commits one attempt's outcome, as the worker does.
@@ -169,7 +169,7 @@ func TestClaim(t *testing.T) {
 
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
 		require.False(t, res.Duplicate())
 
 		c, ds := b.get(t, "evt_win")
@@ -210,7 +210,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		ev.ObjectID = ""
 		res, err := b.store.Claim(t.Context(), ev, nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.ClaimedIgnored, Status: claim.Ignored}, res)
+		require.Equal(t, claim.Result{Decision: claim.ClaimedIgnored, Status: claim.Ignored}, res)
 		require.False(t, res.Duplicate())
 
 		c, ds := b.get(t, "evt_ignored")
@@ -263,7 +263,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 
 			res, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, tt.reopen)
 			require.NoError(t, err)
-			require.Equal(t, claim.Result{Outcome: claim.Duplicate, Status: tt.status}, res)
+			require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: tt.status}, res)
 			require.True(t, res.Duplicate())
 
 			after, afterDs := b.get(t, tt.id)
@@ -284,7 +284,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 
 		res, err := b.store.Claim(t.Context(), event("evt_reopen"), []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
+		require.Equal(t, claim.Result{Decision: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
 		require.False(t, res.Duplicate(), "a reopened event is answered as new")
 
 		c, ds := b.get(t, "evt_reopen")
@@ -306,7 +306,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		for _, ev := range []claim.Event{event("evt_shared"), gh} {
 			res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
 			require.NoError(t, err)
-			require.Equal(t, claim.Claimed, res.Outcome, ev.Provider)
+			require.Equal(t, claim.Claimed, res.Decision, ev.Provider)
 			_, ds, err := b.store.Get(t.Context(), ev.Provider, "evt_shared")
 			require.NoError(t, err)
 			require.Len(t, ds, 1)
@@ -376,14 +376,14 @@ func TestClaimConcurrent(t *testing.T) {
 	t.Run("OneWinnerAmongFifty", func(t *testing.T) {
 		results := claimAtOnce(t, store, 50, event("evt_race"), []string{"ship", "mail"})
 
-		outcomes := map[claim.Outcome]int{}
+		outcomes := map[claim.Decision]int{}
 		for _, res := range results {
-			outcomes[res.Outcome]++
-			if res.Outcome == claim.Duplicate {
+			outcomes[res.Decision]++
+			if res.Decision == claim.Duplicate {
 				require.Equal(t, claim.Processing, res.Status)
 			}
 		}
-		require.Equal(t, map[claim.Outcome]int{claim.Claimed: 1, claim.Duplicate: 49}, outcomes)
+		require.Equal(t, map[claim.Decision]int{claim.Claimed: 1, claim.Duplicate: 49}, outcomes)
 
 		var claims, deliveries int
 		require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT
@@ -401,14 +401,14 @@ func TestClaimConcurrent(t *testing.T) {
 
 		results := claimAtOnce(t, store, 20, event("evt_reopen_race"), []string{"ship", "mail"})
 
-		outcomes := map[claim.Outcome]int{}
+		outcomes := map[claim.Decision]int{}
 		for _, res := range results {
-			outcomes[res.Outcome]++
-			if res.Outcome == claim.Reopened {
+			outcomes[res.Decision]++
+			if res.Decision == claim.Reopened {
 				require.Equal(t, 1, res.Deliveries)
 			}
 		}
-		require.Equal(t, map[claim.Outcome]int{claim.Reopened: 1, claim.Duplicate: 19}, outcomes)
+		require.Equal(t, map[claim.Decision]int{claim.Reopened: 1, claim.Duplicate: 19}, outcomes)
 
 		c, ds := b.get(t, "evt_reopen_race")
 		require.Equal(t, claim.Processing, c.Status)
@@ -442,13 +442,13 @@ func TestClaimReplayGuard(t *testing.T) {
 	wg.Wait()
 	won := 0
 	for _, r := range results {
-		switch r.Outcome {
+		switch r.Decision {
 		case claim.Claimed:
 			won++
 		case claim.Replay:
 			require.True(t, r.Duplicate())
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			t.Fatalf("unexpected outcome %v", r.Decision)
 		}
 	}
 	require.Equal(t, 1, won, "one copy wins, whichever id it carries")
@@ -461,7 +461,7 @@ func TestClaimReplayGuard(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT event_id FROM webhook_event_claims WHERE provider = 'github'`).Scan(&winner))
 	res, err := b.store.Claim(ctx, guarded(winner, `{"same": "body"}`), []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Duplicate, res.Outcome)
+	require.Equal(t, claim.Duplicate, res.Decision)
 
 	// Unguarded events do not take part: same body, own claims.
 	for _, id := range []string{"open-1", "open-2"} {
@@ -469,7 +469,7 @@ func TestClaimReplayGuard(t *testing.T) {
 		ev.GuardBody = false
 		res, err := b.store.Claim(ctx, ev, nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	}
 
 	// Deleted with the claim.
@@ -477,5 +477,5 @@ func TestClaimReplayGuard(t *testing.T) {
 	require.NoError(t, err)
 	res, err = b.store.Claim(ctx, guarded("after-delete", `{"same": "body"}`), nil, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 }

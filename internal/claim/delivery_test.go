@@ -384,7 +384,7 @@ func TestReopen(t *testing.T) {
 		b.claimed(t, "evt_processing", "ship")
 		res, err := b.store.Claim(t.Context(), event("evt_nothing"), nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 
 		for _, id := range []string{"evt_processing", "evt_nothing"} {
 			for _, force := range []bool{false, true} {
@@ -410,7 +410,7 @@ func TestReopen(t *testing.T) {
 		require.ErrorIs(t, err, claim.ErrConflict)
 		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Duplicate, res.Outcome)
+		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Equal(t, claim.Failed, res.Status)
 		c, _ := b.get(t, "evt_hollow")
 		require.Equal(t, claim.Failed, c.Status)

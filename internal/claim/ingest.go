@@ -42,14 +42,14 @@ type BusinessKey struct {
 	Missing string
 }
 
-// Outcome is what Claim did with an event.
-type Outcome int
+// Decision is what Claim decided for one copy of an event.
+type Decision int
 
 const (
 	// Claimed: this call won the key; its deliveries and jobs are committed.
 	// When business keys left none of its deliveries to run (Result.Skipped,
 	// Result.Unkeyed), its status is already ignored or failed.
-	Claimed Outcome = iota + 1
+	Claimed Decision = iota + 1
 	// ClaimedIgnored: this call won the key but no route matched, so the
 	// claim is recorded as ignored with no delivery.
 	ClaimedIgnored
@@ -65,7 +65,7 @@ const (
 
 // Result describes a Claim call.
 type Result struct {
-	Outcome Outcome
+	Decision Decision
 	// Status is the claim's status after the call.
 	Status Status
 	// Deliveries is how many deliveries this call enqueued.
@@ -79,7 +79,7 @@ type Result struct {
 }
 
 // Duplicate reports whether the caller should answer "duplicate": true.
-func (r Result) Duplicate() bool { return r.Outcome == Duplicate || r.Outcome == Replay }
+func (r Result) Duplicate() bool { return r.Decision == Duplicate || r.Decision == Replay }
 
 // claimSQL inserts the claim and, only if this statement inserted it, one
 // delivery per route, in one round trip. ON CONFLICT DO NOTHING makes the
@@ -237,13 +237,13 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		if won == 1 {
 			return s.fanOut(ctx, tx, ev, names, missing, skipped, skipReason, status, &res)
 		}
-		res.Outcome = Duplicate
+		res.Decision = Duplicate
 		if reopen {
 			n, err := s.reopenTx(ctx, tx, ev.Provider, ev.ID, false)
 			var conflict *statusConflict
 			switch {
 			case err == nil:
-				res = Result{Outcome: Reopened, Status: Processing, Deliveries: n}
+				res = Result{Decision: Reopened, Status: Processing, Deliveries: n}
 				return nil
 			case errors.As(err, &conflict):
 				// The status reopenTx read is the duplicate's answer.
@@ -265,7 +265,7 @@ WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err 
 				return fmt.Errorf("reading the claim of the body: %w", err)
 			}
 			if replay {
-				res = Result{Outcome: Replay}
+				res = Result{Decision: Replay}
 				return nil
 			}
 		}
@@ -302,10 +302,10 @@ func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string,
 			enqueue = append(enqueue, r)
 		}
 	}
-	res.Outcome, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
+	res.Decision, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
 	switch {
 	case status == Ignored:
-		res.Outcome = ClaimedIgnored
+		res.Decision = ClaimedIgnored
 	case len(enqueue) == 0:
 		status = Ignored
 		if len(res.Unkeyed) > 0 {

@@ -77,7 +77,7 @@ func TestTerminalAt(t *testing.T) {
 
 	res, err := b.store.Claim(t.Context(), event("evt_ignored"), nil, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	c, _ = b.get(t, "evt_ignored")
 	require.NotNil(t, c.TerminalAt, "an ignored claim is terminal from its insert")
 
@@ -424,7 +424,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 
 	got := <-done
 	require.NoError(t, got.err)
-	require.Equal(t, claim.Claimed, got.res.Outcome)
+	require.Equal(t, claim.Claimed, got.res.Decision)
 	c, ds := b.get(t, "evt_gone")
 	require.Equal(t, claim.Processing, c.Status)
 	require.Zero(t, ds["ship"].AttemptCount, "a new claim")
@@ -443,7 +443,7 @@ func TestPruneFreesBusinessKeys(t *testing.T) {
 	}
 	res, err := b.store.Claim(t.Context(), keyed("evt_holder"), []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 	b.record(t, key("evt_holder", "ship"), success)
 	b.terminalAgo(t, "evt_holder", old)
 

@@ -233,7 +233,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
-		w.metrics.outcome(k.Route, OutcomeSkipped)
+		w.metrics.countRun(k.Route, runSkipped)
 		log.Warn("delivery no longer exists; job ends without a call")
 		return nil
 	}
@@ -243,17 +243,17 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if d.Status != claim.DeliveryProcessing {
 		// Completed by an earlier run whose job was rescued, or settled by an
 		// operator: the downstream already had its chance.
-		w.metrics.outcome(k.Route, OutcomeSkipped)
+		w.metrics.countRun(k.Route, runSkipped)
 		log.Info("delivery is already " + string(d.Status) + "; job ends without a call")
 		return nil
 	}
 	route, ok := w.cfg.Route(k.Route)
 	if !ok {
-		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+		return w.end(ctx, job, log, d, callResult{verdict: rejected,
 			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
 	}
 	if d.Payload == nil {
-		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+		return w.end(ctx, job, log, d, callResult{verdict: rejected,
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
@@ -280,22 +280,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 }
 
 // call makes the one downstream request of this run and classifies its answer.
-func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery, attempt int) outcome {
+func (w *Worker) call(ctx context.Context, r config.Route, d claim.Delivery, attempt int) callResult {
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
-		return outcome{verdict: rejected, reason: bound(err.Error())}
+		return callResult{verdict: rejected, reason: bound(err.Error())}
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return errorOutcome(err, timeout)
+		return classifyError(err, timeout)
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return responseOutcome(resp.StatusCode, resp.Header, head, w.now())
+	return classifyResponse(resp.StatusCode, resp.Header, head, w.now())
 }
 
 // request builds what the contract says the worker sends downstream, as
@@ -343,7 +343,7 @@ func (w *Worker) request(ctx context.Context, r config.Route, d claim.Delivery, 
 // the job, in one transaction (shared with other jobs ending at the same
 // moment; see completer). attempted says whether a call was made.
 func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o outcome, attempted bool,
+	d claim.Delivery, o callResult, attempted bool,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	// The job ends: its attempt numbers are spent.
@@ -356,20 +356,20 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	case failedToRecord:
 		return err
 	case settled:
-		w.metrics.outcome(k.Route, OutcomeSkipped)
-		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("outcome", o.verdict.String()))
+		w.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("verdict", o.verdict.String()))
 		return nil
 	case rescued:
 		log.Warn("job was rescued during this run; the rescued run will record the outcome")
 		return nil
 	}
 	if res.Status == claim.DeliveryCompleted {
-		w.metrics.outcome(k.Route, OutcomeCompleted)
+		w.metrics.countRun(k.Route, runCompleted)
 		w.metrics.completed(time.Since(d.ClaimFirstSeen))
 		log.Info("delivered")
 		return nil
 	}
-	w.metrics.outcome(k.Route, OutcomeFailed)
+	w.metrics.countRun(k.Route, runFailed)
 	log.Error("delivery failed", slog.String("reason", o.reason))
 	return nil
 }
@@ -377,13 +377,13 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 // retry records a failed attempt that another will follow, and returns the
 // error that makes River schedule it.
 func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o outcome,
+	d claim.Delivery, o callResult,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	err := w.record(ctx, k, o.reason, 0)
 	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
-		w.metrics.outcome(k.Route, OutcomeSkipped)
-		log.Warn("delivery was settled elsewhere during this run", slog.String("outcome", o.verdict.String()))
+		w.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run", slog.String("verdict", o.verdict.String()))
 		return nil
 	}
 	if err != nil {
@@ -393,7 +393,7 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 	if o.retryAfter > 0 {
 		w.putHint(job.ID, o.retryAfter)
 	}
-	w.metrics.outcome(k.Route, OutcomeRetry)
+	w.metrics.countRun(k.Route, runRetry)
 	log.Warn("attempt failed; will retry", slog.String("reason", o.reason),
 		slog.Int("job_attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts))
 	return &retryError{reason: o.reason, retryAfter: o.retryAfter}
@@ -406,7 +406,7 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 // attempt's number back, so the record moves attempt_base on by one in its
 // place. When the record fails, a plain error is returned instead: River
 // keeps the attempt (and its number) used, and retries.
-func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o outcome) error {
+func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o callResult) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	if err := w.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
 		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))

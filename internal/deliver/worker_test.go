@@ -107,7 +107,7 @@ func (b bundle) claimed(t *testing.T, id string, routes ...string) {
 	res, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"` + id + `"}`)}, routes, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 }
 
 // begin returns a transaction rolled back when t ends, for the worker to
