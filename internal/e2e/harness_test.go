@@ -42,26 +42,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	for name, dst := range map[string]*string{"ingest": &bins.ingest, "worker": &bins.worker} {
-		path, err := build(dir, name)
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			os.Exit(1)
-		}
-		*dst = path
+	if err := build(dir, "ingest", "worker"); err != nil {
+		_ = os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
 	}
+	bins.ingest, bins.worker = filepath.Join(dir, "ingest"), filepath.Join(dir, "worker")
 	dbtest.Main(m, func() { _ = os.RemoveAll(dir) })
 }
 
-// build compiles cmd/name into dir.
-func build(dir, name string) (string, error) {
-	dst := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", dst, "github.com/hookgate/hookgate/cmd/"+name)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+// build compiles the commands names into dir, in one go build so that
+// they compile and link in parallel.
+func build(dir string, names ...string) error {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "github.com/hookgate/hookgate/cmd/"+n)
 	}
-	return dst, nil
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("building %v: %v\n%s", names, err, out)
+	}
+	return nil
 }
 
 // Secrets of the test provider and of signed routes: whsec_ + base64.
