@@ -28,7 +28,7 @@ func (b *bundle) backdate(t *testing.T, column, provider, id string, ago time.Du
 	if column == "first_seen_at" {
 		opts = &testfactory.ClaimOpts{FirstSeenAt: testfactory.Ago(ago)}
 	}
-	testfactory.SetClaim(t.Context(), t, b.db.Pool, claim.EventKey{Provider: provider, EventID: id}, opts)
+	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: provider, EventID: id}, opts)
 }
 
 func keysOf(claims []claim.Claim) []string {

@@ -91,7 +91,7 @@ func TestBusinessKey(t *testing.T) {
 		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Nil(t, res.Skipped)
 		var holders []string
-		rows, err := b.db.Pool.Query(t.Context(), `SELECT event_id FROM webhook_business_keys WHERE route = 'ship'`)
+		rows, err := b.conn.Query(t.Context(), `SELECT event_id FROM webhook_business_keys WHERE route = 'ship'`)
 		require.NoError(t, err)
 		holders, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
@@ -161,9 +161,9 @@ func TestBusinessKey(t *testing.T) {
 		const k = `["invoice.paid","in_deleted"]`
 		_, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		testfactory.DeleteClaim(t.Context(), t, b.db.Pool, claim.EventKey{Provider: "stripe", EventID: "evt_bk_old"})
+		testfactory.DeleteClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_bk_old"})
 		var left int
-		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
+		require.NoError(t, b.conn.QueryRow(t.Context(),
 			`SELECT count(*) FROM webhook_business_keys WHERE event_id = 'evt_bk_old'`).Scan(&left))
 		require.Zero(t, left, "the key went with its claim")
 
@@ -172,7 +172,7 @@ func TestBusinessKey(t *testing.T) {
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
 			"a very late event with the key of a deleted claim is delivered")
 		for _, id := range []string{"evt_bk_old", "evt_bk_late"} {
-			testfactory.DeleteJobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: key(id, "")})
+			testfactory.DeleteJobs(t.Context(), t, b.conn, testfactory.JobWhere{Delivery: key(id, "")})
 		}
 	})
 
@@ -189,7 +189,7 @@ func TestBusinessKey(t *testing.T) {
 
 func TestBusinessKeyConcurrent(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	const n = 50
 	results := make([]claim.Result, n)
 	errs := make([]error, n)
@@ -213,7 +213,7 @@ func TestBusinessKeyConcurrent(t *testing.T) {
 	require.NotEqual(t, -1, holder, "one event holds the key")
 	want := fmt.Sprintf("business key is held by stripe/evt_race_%d", holder)
 	var skipped int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries
+	require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries
 WHERE route = 'ship' AND status = 'skipped' AND last_error = $1`, want).Scan(&skipped))
 	require.Equal(t, n-1, skipped, "every other event names the holder")
 }

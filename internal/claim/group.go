@@ -177,7 +177,8 @@ func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
 
 	won := make([]bool, n)
 	status := make([]Status, n)
-	err := pgx.BeginFunc(ctx, g.store.pool, func(tx pgx.Tx) error {
+	err := g.store.Transact(ctx, func(in *Store) error {
+		tx := in.Tx()
 		clear(won)
 		clear(status)
 		res, err := tx.Query(ctx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,

@@ -23,7 +23,7 @@ type groupBundle struct {
 
 func setupGroup(t *testing.T) *groupBundle {
 	t.Helper()
-	g := &groupBundle{bundle: setup(t)}
+	g := &groupBundle{bundle: setupDB(t)}
 	// One transaction at a time, so that holding one makes the others queue.
 	g.group = claim.NewGroup(g.store, claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
 		g.mu.Lock()

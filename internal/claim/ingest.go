@@ -202,7 +202,7 @@ var errVanished = errors.New("the claim was deleted while it was being read; try
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
 	var res Result
 	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
-	claimOnce := func(tx pgx.Tx) error {
+	claimOnce := func(tx *Store) error {
 		res = Result{}
 		status := Processing
 		if len(routes) == 0 {
@@ -217,12 +217,12 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		var skipped []string
 		var skipReason *string
 		var unnamed bool
-		if err := tx.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
+		if err := tx.db.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
 			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing, hash, ev.ContentEncoding).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
 			return fmt.Errorf("inserting claim: %w", err)
 		}
 		if unnamed {
-			rows, err := tx.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
+			rows, err := tx.db.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
 			if err != nil {
 				return fmt.Errorf("naming business keys' holders: %w", err)
 			}
@@ -235,11 +235,11 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 			}
 		}
 		if won == 1 {
-			return s.fanOut(ctx, tx, ev, names, missing, skipped, skipReason, status, &res)
+			return tx.fanOut(ctx, ev, names, missing, skipped, skipReason, status, &res)
 		}
 		res.Decision = Duplicate
 		if reopen {
-			n, err := s.reopenTx(ctx, tx, ev.Provider, ev.ID, false)
+			n, err := tx.reopenTx(ctx, ev.Provider, ev.ID, false)
 			var conflict *statusConflict
 			switch {
 			case err == nil:
@@ -253,14 +253,14 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 				return err
 			}
 		}
-		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
+		err := tx.db.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			ev.Provider, ev.ID).Scan(&res.Status)
 		if errors.Is(err, pgx.ErrNoRows) && hash != nil {
 			// No claim has this key: either the insert met the body's hash
 			// (the same signed body under a new id), or the key's claim was
 			// deleted by retention since the insert saw it.
 			var replay bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
+			if err := tx.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
 WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err != nil {
 				return fmt.Errorf("reading the claim of the body: %w", err)
 			}
@@ -291,7 +291,7 @@ WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err 
 // processing and, when none is (every route was skipped or missing its
 // business key), settles the claim's status in a second statement, the
 // only case that needs one: ignored when all were skipped, else failed.
-func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string, missing []*string,
+func (s *Store) fanOut(ctx context.Context, ev Event, names []string, missing []*string,
 	skipped []string, skipReason *string, status Status, res *Result) error {
 	var enqueue []string
 	for i, r := range names {
@@ -311,11 +311,11 @@ func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string,
 		if len(res.Unkeyed) > 0 {
 			status = Failed
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
+		if _, err := s.db.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
 WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, status, skipReason); err != nil {
 			return fmt.Errorf("settling claim with no delivery to run: %w", err)
 		}
 	}
 	res.Status = status
-	return s.enqueue(ctx, tx, ev.Provider, ev.ID, enqueue)
+	return s.enqueue(ctx, ev.Provider, ev.ID, enqueue)
 }

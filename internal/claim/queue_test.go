@@ -88,14 +88,14 @@ WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route'
 
 func TestMoveJobsToRouteQueues(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	const onDefault = river.QueueDefault
 
 	// Enqueued before routes had queues: on the default queue.
 	b.claimed(t, "evt_old", "ship", "mail")
 	b.job(t, "evt_old", "ship", &testfactory.JobOpts{Queue: onDefault})
-	b.job(t, "evt_old", "mail", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateRetryable, ScheduledAt: testfactory.Ago(-time.Minute)})
+	b.job(t, "evt_old", "mail", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateRetryable, ScheduledAt: testfactory.In(time.Minute)})
 	// Being attempted on the default queue: left where it runs.
 	b.claimed(t, "evt_running", "ship")
 	b.job(t, "evt_running", "ship", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})
@@ -149,7 +149,7 @@ WHERE args->>'route' = 'ship' AND queue = 'default' AND state = 'available'`).Sc
 
 func TestRouteStates(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	queues, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
@@ -168,7 +168,7 @@ func TestRouteStates(t *testing.T) {
 	// mail: evt_1's delivery waits for a retry; one is queued on the
 	// default queue from before routes had queues.
 	b.record(t, key("evt_1", "mail"), retry)
-	b.job(t, "evt_1", "mail", &testfactory.JobOpts{State: rivertype.JobStateRetryable, Attempt: 1, ScheduledAt: testfactory.Ago(-time.Minute)})
+	b.job(t, "evt_1", "mail", &testfactory.JobOpts{State: rivertype.JobStateRetryable, Attempt: 1, ScheduledAt: testfactory.In(time.Minute)})
 	b.claimed(t, "evt_6", "mail")
 	b.job(t, "evt_6", "mail", &testfactory.JobOpts{Queue: river.QueueDefault})
 

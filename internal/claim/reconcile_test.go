@@ -20,16 +20,16 @@ func (b *bundle) job(t *testing.T, id, route string, opts *testfactory.JobOpts) 
 	t.Helper()
 	where := testfactory.JobWhere{Delivery: key(id, route)}
 	if opts == nil {
-		testfactory.DeleteJobs(t.Context(), t, b.db.Pool, where)
+		testfactory.DeleteJobs(t.Context(), t, b.conn, where)
 		return
 	}
-	testfactory.SetJobs(t.Context(), t, b.db.Pool, where, opts)
+	testfactory.SetJobs(t.Context(), t, b.conn, where, opts)
 }
 
 // stale makes a stripe delivery look untouched for an hour.
 func (b *bundle) stale(t *testing.T, id, route string) {
 	t.Helper()
-	testfactory.SetDelivery(t.Context(), t, b.db.Pool, key(id, route), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(time.Hour)})
+	testfactory.SetDelivery(t.Context(), t, b.conn, key(id, route), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(time.Hour)})
 }
 
 // What may have become of a delivery's job outside the delivery's own
@@ -45,7 +45,7 @@ const reconcileAge = 10 * time.Minute
 
 func TestReconcile(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	t.Run("ConvergesOrphanedDeliveries", func(t *testing.T) {
 		// Its job was deleted: requeued.
@@ -190,7 +190,7 @@ WHERE provider = 'stripe' AND event_id = $1 AND route = 'ship'`, id).Scan(&base)
 	t.Run("JobFinalizedBeforeReopenIsNoReason", func(t *testing.T) {
 		b.claimed(t, "evt_rerun", "ship")
 		b.job(t, "evt_rerun", "ship", &testfactory.JobOpts{State: rivertype.JobStateDiscarded, FinalizedAt: testfactory.Ago(2 * time.Hour), Attempt: 10})
-		testfactory.SetDelivery(t.Context(), t, b.db.Pool, key("evt_rerun", ""), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(3 * time.Hour)})
+		testfactory.SetDelivery(t.Context(), t, b.conn, key("evt_rerun", ""), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(3 * time.Hour)})
 		res, err := b.store.Reconcile(t.Context(), reconcileAge, 100)
 		require.NoError(t, err)
 		require.Equal(t, claim.ReconcileResult{Failed: 1}, res)
@@ -198,7 +198,7 @@ WHERE provider = 'stripe' AND event_id = $1 AND route = 'ship'`, id).Scan(&base)
 		n, err := b.store.Reopen(t.Context(), "stripe", "evt_rerun", false)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		testfactory.DeleteJobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: key("evt_rerun", ""), State: rivertype.JobStateAvailable})
+		testfactory.DeleteJobs(t.Context(), t, b.conn, testfactory.JobWhere{Delivery: key("evt_rerun", ""), State: rivertype.JobStateAvailable})
 		b.stale(t, "evt_rerun", "ship")
 
 		res, err = b.store.Reconcile(t.Context(), reconcileAge, 100)

@@ -23,7 +23,7 @@ import (
 // gatedDB holds the first transaction's Begin until the gate opens, and
 // counts transactions.
 type gatedDB struct {
-	DB
+	claim.DB
 	gate   chan struct{}
 	begins atomic.Int32
 }
@@ -128,7 +128,7 @@ WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.
 }
 
 // panickyDB panics when a transaction begins.
-type panickyDB struct{ DB }
+type panickyDB struct{ claim.DB }
 
 func (panickyDB) Begin(context.Context) (pgx.Tx, error) { panic("boom") }
 

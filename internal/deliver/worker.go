@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -39,13 +38,6 @@ const (
 	drainBytes   = 64 << 10
 )
 
-// DB is where the worker reads deliveries and begins its transactions: the
-// pool in production, a test's transaction under rivertest.
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	claim.Querier
-}
-
 // Options configure a Worker.
 type Options struct {
 	// Config gives each delivery's route: URL, timeout, backoff.
@@ -53,8 +45,9 @@ type Options struct {
 	// SigningSecrets maps a route name to its Standard Webhooks secret
 	// (config.Secrets.Route). Routes without one are sent unsigned.
 	SigningSecrets map[string][]byte
-	// DB is the database; see DB.
-	DB DB
+	// DB is where the worker reads deliveries and records attempts: the
+	// pool in production, a test's transaction under rivertest.
+	DB claim.DB
 	// HTTPClient makes the downstream calls. It must not follow redirects.
 	// Default NewHTTPClient(Config.Worker.Concurrency).
 	HTTPClient *http.Client
@@ -104,7 +97,7 @@ type Worker struct {
 
 	cfg     *config.Config
 	signers map[string]*standardwebhooks.Webhook
-	db      DB
+	store   *claim.Store
 	loads   *loader
 	ends    *completer
 	client  *http.Client
@@ -126,7 +119,7 @@ func NewWorker(o Options) (*Worker, error) {
 	w := &Worker{
 		cfg:     o.Config,
 		signers: map[string]*standardwebhooks.Webhook{},
-		db:      o.DB,
+		store:   claim.NewStore(o.DB, nil, nil), // it never enqueues
 		loads:   newLoader(o.DB),
 		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
 		client:  o.HTTPClient,
@@ -421,7 +414,5 @@ func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Deli
 func (w *Worker) record(ctx context.Context, k claim.Key, reason string, spent int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
-	})
+	return w.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 }

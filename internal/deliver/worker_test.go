@@ -144,14 +144,14 @@ func work(t *testing.T, tx pgx.Tx, w *deliver.Worker, job *rivertype.JobRow) (*r
 	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).WorkJob(t.Context(), t, tx, job)
 }
 
-func delivery(t *testing.T, q claim.Querier, id, route string) claim.Delivery {
+func delivery(t *testing.T, db claim.DB, id, route string) claim.Delivery {
 	t.Helper()
-	d, err := claim.LoadDelivery(t.Context(), q, claim.Key{Provider: "stripe", EventID: id, Route: route})
+	d, err := claim.NewStore(db, nil, nil).LoadDelivery(t.Context(), claim.Key{Provider: "stripe", EventID: id, Route: route})
 	require.NoError(t, err)
 	return d
 }
 
-func claimStatus(t *testing.T, q claim.Querier, id string) claim.Status {
+func claimStatus(t *testing.T, q claim.DB, id string) claim.Status {
 	t.Helper()
 	var s claim.Status
 	require.NoError(t, q.QueryRow(t.Context(),
@@ -191,10 +191,8 @@ func TestWork(t *testing.T) {
 		b.claimed(t, "evt_done", "ship")
 		// An earlier run completed the delivery, but its job lived on (it
 		// was rescued and retried, say).
-		require.NoError(t, pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
-			return claim.RecordAttempt(t.Context(), tx, claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
-				claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true})
-		}))
+		require.NoError(t, b.store.RecordAttempt(t.Context(), claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
+			claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}))
 		tx, w := b.begin(t)
 
 		res, err := work(t, tx, w, b.job(t, tx, "evt_done", "ship"))

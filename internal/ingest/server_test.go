@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -41,28 +40,34 @@ routes:
 `
 
 type bundle struct {
-	pool    *pgxpool.Pool
 	store   *claim.Store
 	handler http.Handler
 	logs    *bytes.Buffer
 }
 
-// setup builds the server over a real store and pool, as cmd/ingest wires
-// it, without a listener: requests go straight to its handler.
+// setup builds the server as cmd/ingest wires it, over a store in a
+// rolled-back transaction, without a listener: requests go straight to its
+// handler, one at a time.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db := dbtest.NewDB(t)
+	tx := dbtest.Tx(t)
+	return build(t, tx, tx.Conn())
+}
+
+// build builds the server over db, which ping checks for /readyz.
+func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
+	t.Helper()
 	cfg, err := config.Parse([]byte(testConfig))
 	require.NoError(t, err)
 	secrets, err := cfg.ResolveSecrets(func(k string) string { return map[string]string{"T_STRIPE": handlerSecret}[k] })
 	require.NoError(t, err)
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	jobs, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, cfg.MaxAttempts)
+	store := claim.NewStore(db, jobs, cfg.MaxAttempts)
 	logs := &bytes.Buffer{}
-	srv, err := ingest.New(cfg, secrets, store, db.Pool, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
+	srv, err := ingest.New(cfg, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
 	require.NoError(t, err)
-	return &bundle{pool: db.Pool, store: store, handler: srv.Handler(), logs: logs}
+	return &bundle{store: store, handler: srv.Handler(), logs: logs}
 }
 
 // serve sends one request to the handler and returns the status and body.
@@ -140,8 +145,9 @@ func TestWebhook(t *testing.T) {
 // commit, so the provider hears 503 and to retry, without the cause.
 func TestDatabaseDown(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.pool.Close()
+	db := dbtest.NewDB(t)
+	b := build(t, db.Pool, db.Pool)
+	db.Pool.Close()
 
 	status, body := b.serve(t, stripeRequest("stripe", "evt_down", handlerSecret))
 	require.Equal(t, http.StatusServiceUnavailable, status)

@@ -36,9 +36,9 @@ type ClaimOpts struct {
 	// Status defaults to processing; completed sets completed_at, any other
 	// status clears it.
 	Status      claim.Status
-	Payload     []byte     // default `{}`
-	FirstSeenAt *time.Time // default now
-	UpdatedAt   *time.Time // default now
+	Payload     []byte // default `{}`
+	FirstSeenAt *When  // default now
+	UpdatedAt   *When  // default now
 	// Deliveries, by route, are inserted with the claim (Claim only).
 	Deliveries map[string]*DeliveryOpts
 }
@@ -50,7 +50,7 @@ type DeliveryOpts struct {
 	// status clears it.
 	Status    claim.Status
 	LastError string
-	UpdatedAt *time.Time // default now
+	UpdatedAt *When // default now
 }
 
 // Claim inserts a claim and its opts.Deliveries, without jobs, and returns
@@ -60,7 +60,6 @@ func Claim(ctx context.Context, tb testing.TB, exec Executor, opts *ClaimOpts) c
 	if opts == nil {
 		opts = &ClaimOpts{}
 	}
-	now := time.Now()
 	k := claim.EventKey{Provider: cmp.Or(opts.Provider, "stripe"), EventID: cmp.Or(opts.EventID, "evt_"+randomHex())}
 	status := cmp.Or(opts.Status, claim.Processing)
 	payload := opts.Payload
@@ -69,9 +68,10 @@ func Claim(ctx context.Context, tb testing.TB, exec Executor, opts *ClaimOpts) c
 	}
 	_, err := exec.Exec(ctx, `INSERT INTO webhook_event_claims
     (provider, event_id, event_type, status, payload, content_type, first_seen_at, updated_at, completed_at)
-VALUES ($1, $2, $3, $4, $5, 'application/json', $6, $7, CASE WHEN $4 = 'completed' THEN now() END)`,
+VALUES ($1, $2, $3, $4, $5, 'application/json', now() - make_interval(secs => $6), now() - make_interval(secs => $7),
+        CASE WHEN $4 = 'completed' THEN now() END)`,
 		k.Provider, k.EventID, cmp.Or(opts.EventType, "invoice.paid"), string(status), payload,
-		deref(opts.FirstSeenAt, now), deref(opts.UpdatedAt, now))
+		opts.FirstSeenAt.seconds(), opts.UpdatedAt.seconds())
 	if err != nil {
 		tb.Fatalf("testfactory: inserting claim %s: %v", k, err)
 	}
@@ -81,8 +81,8 @@ VALUES ($1, $2, $3, $4, $5, 'application/json', $6, $7, CASE WHEN $4 = 'complete
 		}
 		_, err := exec.Exec(ctx, `INSERT INTO webhook_deliveries
     (provider, event_id, route, status, last_error, updated_at, completed_at)
-VALUES ($1, $2, $3, $4, nullif($5, ''), $6, CASE WHEN $4 = 'completed' THEN now() END)`,
-			k.Provider, k.EventID, route, string(cmp.Or(d.Status, claim.Processing)), d.LastError, deref(d.UpdatedAt, now))
+VALUES ($1, $2, $3, $4, nullif($5, ''), now() - make_interval(secs => $6), CASE WHEN $4 = 'completed' THEN now() END)`,
+			k.Provider, k.EventID, route, string(cmp.Or(d.Status, claim.Processing)), d.LastError, d.UpdatedAt.seconds())
 		if err != nil {
 			tb.Fatalf("testfactory: inserting delivery %s/%s: %v", k, route, err)
 		}
@@ -148,9 +148,9 @@ type JobOpts struct {
 	State       rivertype.JobState
 	Queue       string
 	Attempt     int
-	AttemptedAt *time.Time
-	FinalizedAt *time.Time
-	ScheduledAt *time.Time
+	AttemptedAt *When
+	FinalizedAt *When
+	ScheduledAt *When
 }
 
 // SetJobs changes the River jobs where picks, as River itself would (a
@@ -197,9 +197,9 @@ func (u *update) arg(v any) string {
 // of vs.
 func (u *update) set(format string, vs ...any) { u.sets = append(u.sets, u.fill(format, vs...)) }
 
-func (u *update) setTime(column string, t *time.Time) {
-	if t != nil {
-		u.set(column+" = %s", *t)
+func (u *update) setTime(column string, w *When) {
+	if w != nil {
+		u.set(column+" = now() - make_interval(secs => %s)", w.seconds())
 	}
 }
 
@@ -252,27 +252,33 @@ RETURNING id`, where.ID, where.ID, k.EventID, claim.DeliveryKind, k.Provider, k.
 	return nil
 }
 
-func deref(t *time.Time, def time.Time) time.Time {
-	if t == nil {
-		return def
-	}
-	return *t
-}
-
 func randomHex() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// Ago returns a pointer to the time d before now, for the time fields.
-func Ago(d time.Duration) *time.Time {
-	t := time.Now().Add(-d)
-	return &t
-}
+// When is a time for the factory's time fields, relative to the database's
+// clock: now() there is the start of the transaction, which a test in a
+// rolled-back transaction never leaves.
+type When struct{ ago time.Duration }
 
-// Now returns a pointer to now, for the time fields.
-func Now() *time.Time { return Ago(0) }
+// Ago is d before now.
+func Ago(d time.Duration) *When { return &When{ago: d} }
+
+// In is d after now.
+func In(d time.Duration) *When { return &When{ago: -d} }
+
+// Now is now.
+func Now() *When { return &When{} }
+
+// seconds is how many seconds before now w is; 0 (now) for nil.
+func (w *When) seconds() float64 {
+	if w == nil {
+		return 0
+	}
+	return w.ago.Seconds()
+}
 
 // ExpireLeader ends the River leadership of a client that is gone, as the
 // expiry of its term would some 15 seconds later, so that the next client
