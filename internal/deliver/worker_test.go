@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
@@ -64,11 +65,13 @@ func status(code int) func(int, *http.Request) int {
 	return func(int, *http.Request) int { return code }
 }
 
-// bundle is what the worker tests need: a database of their own holding
-// committed claims, a store, a River client to find jobs with, and a
-// downstream.
+// bundle is what the worker tests need: where the claims live, a store, a
+// River client to find jobs with, and a downstream.
 type bundle struct {
-	db     *dbtest.DB
+	// exec is a transaction rolled back when the test ends (setup), or the
+	// pool of a database of the test's own (setupDB).
+	exec   claim.DB
+	db     *dbtest.DB // setupDB only
 	cfg    *config.Config
 	store  *claim.Store
 	client *river.Client[pgx.Tx]
@@ -76,10 +79,23 @@ type bundle struct {
 }
 
 // setup configures routes ship (3 attempts) and mail (1 attempt), both
-// pointing at a downstream answering with respond.
+// pointing at a downstream answering with respond, over a rolled-back
+// transaction.
 func setup(t *testing.T, respond func(n int, r *http.Request) int) bundle {
 	t.Helper()
+	return newBundle(t, dbtest.Tx(t), nil, respond)
+}
+
+// setupDB is setup over a database of the test's own, for tests that
+// commit from several connections.
+func setupDB(t *testing.T, respond func(n int, r *http.Request) int) bundle {
+	t.Helper()
 	db := dbtest.NewDB(t)
+	return newBundle(t, db.Pool, db, respond)
+}
+
+func newBundle(t *testing.T, exec claim.DB, db *dbtest.DB, respond func(n int, r *http.Request) int) bundle {
+	t.Helper()
 	down := newDownstream(t, respond)
 	route := func(name string, attempts int) config.Route {
 		return config.Route{
@@ -92,13 +108,18 @@ func setup(t *testing.T, respond func(n int, r *http.Request) int) bundle {
 		Worker: config.Worker{Concurrency: 4, RescueAfter: config.Duration(time.Minute)},
 		Routes: []config.Route{route("ship", 3), route("mail", 1)},
 	}
-	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	// Over a transaction, the client is used only in it.
+	var pool *pgxpool.Pool
+	if db != nil {
+		pool = db.Pool
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, client, func(r string) int {
+	store := claim.NewStore(exec, client, func(r string) int {
 		rt, _ := cfg.Route(r)
 		return rt.MaxAttempts
 	})
-	return bundle{db: db, cfg: cfg, store: store, client: client, down: down}
+	return bundle{exec: exec, db: db, cfg: cfg, store: store, client: client, down: down}
 }
 
 // claimed commits a claim of stripe event id fanned out to routes.
@@ -110,11 +131,12 @@ func (b bundle) claimed(t *testing.T, id string, routes ...string) {
 	require.Equal(t, claim.Claimed, res.Decision)
 }
 
-// begin returns a transaction rolled back when t ends, for the worker to
-// work in, and a worker whose database is that transaction.
+// begin returns a transaction rolled back when t ends (a savepoint of
+// setup's), for the worker to work in, and a worker whose database is that
+// transaction.
 func (b bundle) begin(t *testing.T) (pgx.Tx, *deliver.Worker) {
 	t.Helper()
-	tx, err := b.db.Pool.Begin(t.Context())
+	tx, err := b.exec.Begin(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
@@ -287,7 +309,7 @@ func TestWorkAfterRescue(t *testing.T) {
 			t.Parallel()
 			var jobID int64
 			var b bundle
-			b = setup(t, func(int, *http.Request) int {
+			b = setupDB(t, func(int, *http.Request) int {
 				// The rescuer, as River runs it, from another connection.
 				testfactory.SetJobs(context.Background(), t, b.db.Pool, testfactory.JobWhere{ID: jobID}, tt.rescue)
 				return http.StatusOK
@@ -321,7 +343,7 @@ func TestWorkAfterRescue(t *testing.T) {
 // committed outcome (under the claim row's lock) and completes the claim.
 func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 	t.Parallel()
-	b := setup(t, status(http.StatusOK))
+	b := setupDB(t, status(http.StatusOK))
 	b.claimed(t, "evt_fan", "ship", "mail")
 
 	t.Run("Deliveries", func(t *testing.T) {
@@ -355,7 +377,7 @@ func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 // reopen's new job continues after the numbers of the job before it.
 func TestHookgateAttemptNeverRepeats(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(n int, _ *http.Request) int {
+	b := setupDB(t, func(n int, _ *http.Request) int {
 		if n == 1 {
 			return http.StatusUnprocessableEntity // fails the delivery at once
 		}
