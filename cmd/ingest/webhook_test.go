@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // TestContractTable walks every row of the POST /webhooks/{provider} table
@@ -64,9 +65,9 @@ func TestContractTable(t *testing.T) {
 
 	t.Run("same key, completed: duplicate", func(t *testing.T) {
 		b.post(t, signStripe(stripeEvent("evt_done", "checkout.session.completed"), stripeSecret, time.Now()))
-		_, err := b.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'completed', completed_at = now() WHERE event_id = 'evt_done';
-UPDATE webhook_event_claims SET status = 'completed', completed_at = now() WHERE event_id = 'evt_done'`)
-		require.NoError(t, err)
+		done := claim.EventKey{Provider: "stripe", EventID: "evt_done"}
+		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: done.Provider, EventID: done.EventID}, &testfactory.DeliveryOpts{Status: claim.Completed})
+		testfactory.SetClaim(ctx, t, b.pool, done, &testfactory.ClaimOpts{Status: claim.Completed})
 		jobs := b.jobs(t)
 		r := b.post(t, signStripe(stripeEvent("evt_done", "checkout.session.completed"), stripeSecret, time.Now()))
 		require.Equal(t, duplicate, r.body)
@@ -75,11 +76,12 @@ UPDATE webhook_event_claims SET status = 'completed', completed_at = now() WHERE
 
 	t.Run("same key, failed, provider reopens: failed deliveries processing again with a new job each", func(t *testing.T) {
 		b.post(t, signStripe(stripeEvent("evt_failed", "invoice.paid"), stripeSecret, time.Now()))
-		_, err := b.pool.Exec(ctx, `
-UPDATE webhook_deliveries SET status = 'completed', completed_at = now() WHERE event_id = 'evt_failed' AND route = 'ledger';
-UPDATE webhook_deliveries SET status = 'failed', last_error = 'HTTP 400' WHERE event_id = 'evt_failed' AND route = 'ship-order';
-UPDATE webhook_event_claims SET status = 'failed' WHERE event_id = 'evt_failed'`)
-		require.NoError(t, err)
+		failed := claim.Key{Provider: "stripe", EventID: "evt_failed"}
+		failed.Route = "ledger"
+		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.Completed})
+		failed.Route = "ship-order"
+		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.Failed, LastError: "HTTP 400"})
+		testfactory.SetClaim(ctx, t, b.pool, claim.EventKey{Provider: failed.Provider, EventID: failed.EventID}, &testfactory.ClaimOpts{Status: claim.Failed})
 		jobs := b.jobs(t)
 		r := b.post(t, signStripe(stripeEvent("evt_failed", "invoice.paid"), stripeSecret, time.Now()))
 		require.Equal(t, http.StatusOK, r.status)
@@ -96,9 +98,8 @@ UPDATE webhook_event_claims SET status = 'failed' WHERE event_id = 'evt_failed'`
 	t.Run("same key, failed, provider acks: duplicate", func(t *testing.T) {
 		body := []byte(`{"ref": "refs/heads/main"}`)
 		require.Equal(t, accepted, b.post(t, signGitHub("gh-failed", "push", body)).body)
-		_, err := b.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed' WHERE event_id = 'gh-failed';
-UPDATE webhook_event_claims SET status = 'failed' WHERE event_id = 'gh-failed'`)
-		require.NoError(t, err)
+		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: "github", EventID: "gh-failed"}, &testfactory.DeliveryOpts{Status: claim.Failed})
+		testfactory.SetClaim(ctx, t, b.pool, claim.EventKey{Provider: "github", EventID: "gh-failed"}, &testfactory.ClaimOpts{Status: claim.Failed})
 		jobs := b.jobs(t)
 		require.Equal(t, duplicate, b.post(t, signGitHub("gh-failed", "push", body)).body)
 		c, _ := b.claimRow(t, "github", "gh-failed")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -100,16 +101,11 @@ func TestServe(t *testing.T) {
 	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
 		[]string{"ship"}, true)
 	require.NoError(t, err)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, _, err := store.Get(t.Context(), "stripe", "evt_1")
-		require.NoError(t, err)
-		if c.Status == claim.Completed {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "not delivered:\n%s", logs.String())
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
+		require.NoError(c, err)
+		require.Equal(c, claim.Completed, cl.Status)
+	}, 20*time.Second, 20*time.Millisecond, "not delivered:\n%s", logs)
 	require.EqualValues(t, 1, calls.Load())
 
 	cancel()

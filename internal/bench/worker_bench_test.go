@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
@@ -222,20 +224,11 @@ WHERE kind = 'hookgate.delivery' AND starts_with(args ->> 'event_id', $1)`, pref
 // waitCount polls query until it returns want, for at most ten minutes.
 func waitCount(b *testing.B, pool *pgxpool.Pool, query string, want int) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	require.EventuallyWithT(b, func(c *assert.CollectT) {
 		var got int
-		if err := pool.QueryRow(context.Background(), query).Scan(&got); err != nil {
-			b.Fatal(err)
-		}
-		if got >= want {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d done after ten minutes", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		require.NoError(c, pool.QueryRow(context.Background(), query).Scan(&got))
+		require.GreaterOrEqual(c, got, want, "done")
+	}, 10*time.Minute, 10*time.Millisecond, "not done after ten minutes")
 }
 
 // spanRate returns (count-1) / (last - first) for a query returning a

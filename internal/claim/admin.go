@@ -34,29 +34,23 @@ type Filter struct {
 	Limit int
 }
 
+// claimColumns are the columns of a Claim, in its fields' order.
 const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
     coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
-
-func scanClaim(row pgx.Row) (Claim, error) {
-	var c Claim
-	err := row.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
-		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt)
-	return c, err
-}
 
 // List returns claims newest first.
 func (s *Store) List(ctx context.Context, f Filter) ([]Claim, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
+	rows, err := s.db.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
 WHERE ($1 = '' OR status = $1) AND ($2 = '' OR provider = $2)
 ORDER BY first_seen_at DESC, provider, event_id
 LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
-	claims, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claim, error) { return scanClaim(r) })
+	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Claim])
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
@@ -65,29 +59,29 @@ LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 
 // Get returns one claim and its deliveries (without payload).
 func (s *Store) Get(ctx context.Context, provider, eventID string) (Claim, []Delivery, error) {
-	c, err := scanClaim(s.pool.QueryRow(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
-WHERE provider = $1 AND event_id = $2`, provider, eventID))
+	rows, err := s.db.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
+WHERE provider = $1 AND event_id = $2`, provider, eventID)
+	if err != nil {
+		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+	}
+	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Claim])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Claim{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
 	}
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
-	// The business keys a claim holds are found through their claim index.
-	rows, err := s.pool.Query(ctx, `SELECT d.route, d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at,
-    d.completed_at, d.business_key_missing, coalesce(k.business_key, ''), d.result::text
+	// Without the payload, which nothing here shows. The business keys a
+	// claim holds are found through their claim index.
+	rows, err = s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(k.business_key, '')", "d.result::text", "NULL::bytea")+`
 FROM webhook_deliveries d
+JOIN webhook_event_claims c USING (provider, event_id)
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
 WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
-	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
-		d := Delivery{Provider: provider, EventID: eventID, EventType: c.EventType}
-		err := r.Scan(&d.Route, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt,
-			&d.BusinessKeyMissing, &d.BusinessKey, &d.Result)
-		return d, err
-	})
+	ds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
@@ -97,7 +91,7 @@ WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 // FailedKeys returns the keys of failed claims, oldest first, optionally of
 // one provider.
 func (s *Store) FailedKeys(ctx context.Context, provider string, limit int) ([]EventKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT provider, event_id FROM webhook_event_claims
+	rows, err := s.db.Query(ctx, `SELECT provider, event_id FROM webhook_event_claims
 WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT $2`, provider, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing failed claims: %w", err)
@@ -165,7 +159,7 @@ type Backlog struct {
 func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
 	var age float64
-	err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(first_seen_at)), 0)
+	err := s.db.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(first_seen_at)), 0)
 FROM webhook_event_claims WHERE status = 'processing'`).Scan(&b.Processing, &age)
 	if err != nil {
 		return Backlog{}, fmt.Errorf("measuring backlog: %w", err)

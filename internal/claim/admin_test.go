@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // claimAs claims event id of provider for routes.
@@ -23,8 +24,11 @@ func (b *bundle) claimAs(t *testing.T, provider, id string, routes ...string) {
 // past, so that orderings do not rest on clock resolution.
 func (b *bundle) backdate(t *testing.T, column, provider, id string, ago time.Duration) {
 	t.Helper()
-	b.exec(t, `UPDATE webhook_event_claims SET `+column+` = now() - make_interval(secs => $3)
-WHERE provider = $1 AND event_id = $2`, provider, id, ago.Seconds())
+	opts := &testfactory.ClaimOpts{UpdatedAt: testfactory.Ago(ago)}
+	if column == "first_seen_at" {
+		opts = &testfactory.ClaimOpts{FirstSeenAt: testfactory.Ago(ago)}
+	}
+	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: provider, EventID: id}, opts)
 }
 
 func keysOf(claims []claim.Claim) []string {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // keyed returns stripe event id carrying business keys: route, key pairs.
@@ -31,11 +32,11 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("LaterClaimWithTheKeyIsSkippedNamingTheHolder", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 2}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 2}, res)
 
 		res, err = b.store.Claim(t.Context(), keyed("evt_bk_second", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, res)
 
 		c, ds := b.get(t, "evt_bk_second")
 		require.Equal(t, claim.Processing, c.Status)
@@ -59,7 +60,7 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("AllSkippedIsIgnoredWithoutJob", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_third", "ship", orderKey), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_third")
 		require.Equal(t, claim.Ignored, c.Status)
 		require.Nil(t, c.CompletedAt)
@@ -80,17 +81,17 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("KeysAreScopedToTheRoute", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_mail", "mail", orderKey), []string{"mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
 		b.requireJobs(t, args("evt_bk_mail", "mail")...)
 	})
 
 	t.Run("DuplicateOfTheHolderChangesNothing", func(t *testing.T) {
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Duplicate, res.Outcome)
+		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Nil(t, res.Skipped)
 		var holders []string
-		rows, err := b.db.Pool.Query(t.Context(), `SELECT event_id FROM webhook_business_keys WHERE route = 'ship'`)
+		rows, err := b.conn.Query(t.Context(), `SELECT event_id FROM webhook_business_keys WHERE route = 'ship'`)
 		require.NoError(t, err)
 		holders, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestBusinessKey(t *testing.T) {
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_missing")
 		require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 		require.Equal(t, "business key: json:data.object.id is missing", ds["ship"].LastError)
@@ -120,7 +121,7 @@ func TestBusinessKey(t *testing.T) {
 		require.ErrorIs(t, err, claim.ErrConflict)
 		res, err = b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Duplicate, Status: claim.Failed}, res)
+		require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: claim.Failed}, res)
 		b.requireJobs(t)
 	})
 
@@ -129,7 +130,7 @@ func TestBusinessKey(t *testing.T) {
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: header:X-Order is missing"}}
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Failed, Unkeyed: []string{"ship"}}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Failed, Unkeyed: []string{"ship"}}, res)
 		c, _ := b.get(t, "evt_bk_missing_only")
 		require.Equal(t, claim.Failed, c.Status)
 		failed, err := b.store.List(t.Context(), claim.Filter{Status: claim.Failed})
@@ -160,17 +161,19 @@ func TestBusinessKey(t *testing.T) {
 		const k = `["invoice.paid","in_deleted"]`
 		_, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		b.exec(t, `DELETE FROM webhook_event_claims WHERE provider = 'stripe' AND event_id = 'evt_bk_old'`)
+		testfactory.DeleteClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_bk_old"})
 		var left int
-		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
+		require.NoError(t, b.conn.QueryRow(t.Context(),
 			`SELECT count(*) FROM webhook_business_keys WHERE event_id = 'evt_bk_old'`).Scan(&left))
 		require.Zero(t, left, "the key went with its claim")
 
 		res, err := b.store.Claim(t.Context(), keyed("evt_bk_late", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
 			"a very late event with the key of a deleted claim is delivered")
-		b.exec(t, `DELETE FROM river_job WHERE args ->> 'event_id' IN ('evt_bk_old', 'evt_bk_late')`)
+		for _, id := range []string{"evt_bk_old", "evt_bk_late"} {
+			testfactory.DeleteJobs(t.Context(), t, b.conn, testfactory.JobWhere{Delivery: key(id, "")})
+		}
 	})
 
 	t.Run("LongValuesAreKeysToo", func(t *testing.T) {
@@ -186,7 +189,7 @@ func TestBusinessKey(t *testing.T) {
 
 func TestBusinessKeyConcurrent(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	const n = 50
 	results := make([]claim.Result, n)
 	errs := make([]error, n)
@@ -201,7 +204,7 @@ func TestBusinessKeyConcurrent(t *testing.T) {
 	holder := -1
 	for i, res := range results {
 		require.NoError(t, errs[i])
-		require.Equal(t, claim.Claimed, res.Outcome)
+		require.Equal(t, claim.Claimed, res.Decision)
 		if res.Skipped == nil {
 			require.Equal(t, -1, holder, "two holders: %d and %d", holder, i)
 			holder = i
@@ -210,7 +213,7 @@ func TestBusinessKeyConcurrent(t *testing.T) {
 	require.NotEqual(t, -1, holder, "one event holds the key")
 	want := fmt.Sprintf("business key is held by stripe/evt_race_%d", holder)
 	var skipped int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries
+	require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries
 WHERE route = 'ship' AND status = 'skipped' AND last_error = $1`, want).Scan(&skipped))
 	require.Equal(t, n-1, skipped, "every other event names the holder")
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -69,25 +69,64 @@ type Inserter interface {
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
+// DB is what a Store runs its statements on: a *pgxpool.Pool, or a pgx.Tx
+// for a store inside a transaction (a test's rolled-back one, say).
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // Store reads and writes claims and deliveries.
 type Store struct {
-	pool  *pgxpool.Pool
+	db DB
+	// tx is the transaction of a store that Transact handed out: its
+	// operations run in it rather than in one of their own.
+	tx    pgx.Tx
 	jobs  Inserter
 	limit func(route string) int
 }
 
-// NewStore returns a store over pool that enqueues with jobs. maxAttempts
+// NewStore returns a store over db that enqueues with jobs. maxAttempts
 // gives a route's max_attempts for the jobs it enqueues, which go on the
 // route's own queue (see Queue); for a route that no longer exists it
 // returns 0, and the job goes on the default queue with River's default
 // max attempts (the worker then fails the delivery with the reason on its
-// first attempt).
-func NewStore(pool *pgxpool.Pool, jobs Inserter, maxAttempts func(route string) int) *Store {
-	return &Store{pool: pool, jobs: jobs, limit: maxAttempts}
+// first attempt). A store that never enqueues (the worker's) may have
+// neither.
+func NewStore(db DB, jobs Inserter, maxAttempts func(route string) int) *Store {
+	return &Store{db: db, jobs: jobs, limit: maxAttempts}
 }
 
-// enqueue inserts one delivery job per route in tx.
-func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string, routes []string) error {
+// Transact runs fn with a store whose every operation runs in one
+// transaction, committed when fn returns nil and rolled back otherwise, so
+// that callers compose operations atomically. Over a transaction already,
+// it is a savepoint of it.
+func (s *Store) Transact(ctx context.Context, fn func(*Store) error) error {
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		in := *s
+		in.db, in.tx = tx, tx
+		return fn(&in)
+	})
+}
+
+// Tx returns the transaction of a store that Transact handed out, for work
+// beyond the claim tables that must commit with it (River's); nil for
+// any other store.
+func (s *Store) Tx() pgx.Tx { return s.tx }
+
+// inTx runs fn in s's transaction when s is one Transact handed out, else
+// in a transaction of its own.
+func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	return s.Transact(ctx, fn)
+}
+
+// enqueue inserts one delivery job per route in s's transaction.
+func (s *Store) enqueue(ctx context.Context, provider, eventID string, routes []string) error {
 	if len(routes) == 0 {
 		return nil
 	}
@@ -95,13 +134,8 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string
 	for i, r := range routes {
 		params[i] = s.deliveryJob(provider, eventID, r)
 	}
-	if _, err := s.jobs.InsertManyTx(ctx, tx, params); err != nil {
+	if _, err := s.jobs.InsertManyTx(ctx, s.tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)
 	}
 	return nil
-}
-
-// inTx runs fn in a transaction and commits it when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
 }

@@ -35,29 +35,50 @@ func queueOf(route string) string {
 	return river.QueueDefault
 }
 
-// bundle is what a test needs: a database of its own, committed to by the
-// store, and the store over it. Subtests may share one bundle (a database is
-// costly to create); those that require jobs then run one after another, and
-// each adds the jobs it expects to those of the subtests before it.
+// bundle is what a test needs: where its rows live (conn) and the store
+// over it. Subtests may share one bundle; those that require jobs then run
+// one after another, and each adds the jobs it expects to those of the
+// subtests before it.
 type bundle struct {
-	db    *dbtest.DB
+	// conn is a transaction rolled back when the test ends (setup), or the
+	// pool of a database of the test's own (setupDB).
+	conn  claim.DB
+	db    *dbtest.DB // setupDB only
 	store *claim.Store
 	jobs  []claim.DeliveryArgs // every delivery job expected so far
 }
 
+// setup returns a bundle over a rolled-back transaction: cheap, and enough
+// for every test that needs no second connection.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db := dbtest.NewDB(t)
-	return &bundle{db: db, store: newStore(t, db.Pool)}
+	tx := dbtest.Tx(t)
+	return &bundle{conn: tx, store: newStore(t, tx)}
 }
 
-// newStore returns a store over pool with an insert-only River client, as
-// ingest builds it.
-func newStore(t *testing.T, pool *pgxpool.Pool) *claim.Store {
+// setupDB returns a bundle over a database of the test's own, for tests of
+// concurrent transactions, which need commits and several connections.
+func setupDB(t *testing.T) *bundle {
 	t.Helper()
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{TestOnly: true})
+	db := dbtest.NewDB(t)
+	return &bundle{conn: db.Pool, db: db, store: newStore(t, db.Pool)}
+}
+
+// newStore returns a store over db with an insert-only River client, as
+// ingest builds it. The client inserts only in the store's transactions, so
+// it needs no pool of its own.
+func newStore(t *testing.T, db claim.DB) *claim.Store {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	return claim.NewStore(pool, client, maxAttempts)
+	return claim.NewStore(db, client, maxAttempts)
+}
+
+// exec runs a statement the factory has no words for (testfactory).
+func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
+	t.Helper()
+	_, err := b.conn.Exec(t.Context(), sql, arguments...)
+	require.NoError(t, err)
 }
 
 func event(id string) claim.Event {
@@ -87,18 +108,13 @@ func (b *bundle) claimed(t *testing.T, id string, routes ...string) {
 	t.Helper()
 	res, err := b.store.Claim(t.Context(), event(id), routes, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 }
 
-// record commits one attempt's outcome, as the worker does.
+// record writes one attempt's outcome, as the worker does.
 func (b *bundle) record(t *testing.T, k claim.Key, r claim.AttemptResult) {
 	t.Helper()
-	ctx := t.Context()
-	tx, err := b.db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
-	require.NoError(t, claim.RecordAttempt(ctx, tx, k, r))
-	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, b.store.RecordAttempt(t.Context(), k, r))
 }
 
 // get returns a stripe claim and its deliveries by route.
@@ -113,12 +129,6 @@ func (b *bundle) get(t *testing.T, id string) (claim.Claim, map[string]claim.Del
 	return c, byRoute
 }
 
-func (b *bundle) exec(t *testing.T, sql string, arguments ...any) {
-	t.Helper()
-	_, err := b.db.Pool.Exec(t.Context(), sql, arguments...)
-	require.NoError(t, err)
-}
-
 // requireJobs adds more to the jobs expected in b's database and requires
 // that exactly those delivery jobs were inserted, in any order, each with
 // its route's max attempts on its route's queue. It returns the jobs' rows
@@ -127,7 +137,7 @@ func (b *bundle) requireJobs(t *testing.T, more ...claim.DeliveryArgs) []*rivert
 	t.Helper()
 	b.jobs = append(b.jobs, more...)
 	ctx := t.Context()
-	tx, err := b.db.Pool.Begin(ctx)
+	tx, err := b.conn.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	if len(b.jobs) == 0 {
@@ -153,7 +163,7 @@ func (b *bundle) requireJobs(t *testing.T, more ...claim.DeliveryArgs) []*rivert
 // its own.
 func TestClaim(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	t.Run("WinnerGetsOneDeliveryAndOneJobPerRoute", func(t *testing.T) {
 		before := time.Now()
@@ -168,7 +178,7 @@ func TestClaim(t *testing.T) {
 
 		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
+		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
 		require.False(t, res.Duplicate())
 
 		c, ds := b.get(t, "evt_win")
@@ -189,11 +199,11 @@ func TestClaim(t *testing.T) {
 
 		var payload []byte
 		var contentType string
-		require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT payload, content_type FROM webhook_event_claims
+		require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT payload, content_type FROM webhook_event_claims
 WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType))
 		require.Equal(t, want, payload)
 		require.Equal(t, "application/json; charset=utf-8", contentType)
-		d, err := claim.LoadDelivery(t.Context(), b.db.Pool, key("evt_win", "mail"))
+		d, err := b.store.LoadDelivery(t.Context(), key("evt_win", "mail"))
 		require.NoError(t, err)
 		require.Equal(t, want, d.Payload, "the worker forwards exactly what was received")
 		require.Equal(t, ev.ContentType, d.ContentType)
@@ -209,7 +219,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		ev.ObjectID = ""
 		res, err := b.store.Claim(t.Context(), ev, nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.ClaimedIgnored, Status: claim.Ignored}, res)
+		require.Equal(t, claim.Result{Decision: claim.ClaimedIgnored, Status: claim.Ignored}, res)
 		require.False(t, res.Duplicate())
 
 		c, ds := b.get(t, "evt_ignored")
@@ -218,7 +228,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		require.Empty(t, c.ObjectID)
 		require.Empty(t, ds)
 		var objectIDIsNull bool
-		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
+		require.NoError(t, b.conn.QueryRow(t.Context(),
 			`SELECT object_id IS NULL FROM webhook_event_claims WHERE event_id = 'evt_ignored'`).Scan(&objectIDIsNull))
 		require.True(t, objectIDIsNull)
 		b.requireJobs(t)
@@ -262,7 +272,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 
 			res, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, tt.reopen)
 			require.NoError(t, err)
-			require.Equal(t, claim.Result{Outcome: claim.Duplicate, Status: tt.status}, res)
+			require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: tt.status}, res)
 			require.True(t, res.Duplicate())
 
 			after, afterDs := b.get(t, tt.id)
@@ -283,7 +293,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 
 		res, err := b.store.Claim(t.Context(), event("evt_reopen"), []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Result{Outcome: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
+		require.Equal(t, claim.Result{Decision: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
 		require.False(t, res.Duplicate(), "a reopened event is answered as new")
 
 		c, ds := b.get(t, "evt_reopen")
@@ -305,7 +315,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		for _, ev := range []claim.Event{event("evt_shared"), gh} {
 			res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
 			require.NoError(t, err)
-			require.Equal(t, claim.Claimed, res.Outcome, ev.Provider)
+			require.Equal(t, claim.Claimed, res.Decision, ev.Provider)
 			_, ds, err := b.store.Get(t.Context(), ev.Provider, "evt_shared")
 			require.NoError(t, err)
 			require.Len(t, ds, 1)
@@ -367,7 +377,7 @@ func claimAtOnce(t *testing.T, store *claim.Store, n int, ev claim.Event, routes
 
 func TestClaimConcurrent(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	// 20 connections: that many calls race inside Postgres, the rest queue
 	// for a connection, as under a burst of redeliveries.
 	store := newStore(t, concurrentPool(t, b.db, 20))
@@ -375,17 +385,17 @@ func TestClaimConcurrent(t *testing.T) {
 	t.Run("OneWinnerAmongFifty", func(t *testing.T) {
 		results := claimAtOnce(t, store, 50, event("evt_race"), []string{"ship", "mail"})
 
-		outcomes := map[claim.Outcome]int{}
+		outcomes := map[claim.Decision]int{}
 		for _, res := range results {
-			outcomes[res.Outcome]++
-			if res.Outcome == claim.Duplicate {
+			outcomes[res.Decision]++
+			if res.Decision == claim.Duplicate {
 				require.Equal(t, claim.Processing, res.Status)
 			}
 		}
-		require.Equal(t, map[claim.Outcome]int{claim.Claimed: 1, claim.Duplicate: 49}, outcomes)
+		require.Equal(t, map[claim.Decision]int{claim.Claimed: 1, claim.Duplicate: 49}, outcomes)
 
 		var claims, deliveries int
-		require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT
+		require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT
 (SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_race'),
 (SELECT count(*) FROM webhook_deliveries WHERE event_id = 'evt_race')`).Scan(&claims, &deliveries))
 		require.Equal(t, 1, claims)
@@ -400,14 +410,14 @@ func TestClaimConcurrent(t *testing.T) {
 
 		results := claimAtOnce(t, store, 20, event("evt_reopen_race"), []string{"ship", "mail"})
 
-		outcomes := map[claim.Outcome]int{}
+		outcomes := map[claim.Decision]int{}
 		for _, res := range results {
-			outcomes[res.Outcome]++
-			if res.Outcome == claim.Reopened {
+			outcomes[res.Decision]++
+			if res.Decision == claim.Reopened {
 				require.Equal(t, 1, res.Deliveries)
 			}
 		}
-		require.Equal(t, map[claim.Outcome]int{claim.Reopened: 1, claim.Duplicate: 19}, outcomes)
+		require.Equal(t, map[claim.Decision]int{claim.Reopened: 1, claim.Duplicate: 19}, outcomes)
 
 		c, ds := b.get(t, "evt_reopen_race")
 		require.Equal(t, claim.Processing, c.Status)
@@ -422,7 +432,7 @@ func TestClaimConcurrent(t *testing.T) {
 // it goes with the claim.
 func TestClaimReplayGuard(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	guarded := func(id string, body string) claim.Event {
 		return claim.Event{Provider: "github", ID: id, Type: "push", Payload: []byte(body), GuardBody: true}
@@ -441,13 +451,13 @@ func TestClaimReplayGuard(t *testing.T) {
 	wg.Wait()
 	won := 0
 	for _, r := range results {
-		switch r.Outcome {
+		switch r.Decision {
 		case claim.Claimed:
 			won++
 		case claim.Replay:
 			require.True(t, r.Duplicate())
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			t.Fatalf("unexpected outcome %v", r.Decision)
 		}
 	}
 	require.Equal(t, 1, won, "one copy wins, whichever id it carries")
@@ -460,7 +470,7 @@ func TestClaimReplayGuard(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT event_id FROM webhook_event_claims WHERE provider = 'github'`).Scan(&winner))
 	res, err := b.store.Claim(ctx, guarded(winner, `{"same": "body"}`), []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Duplicate, res.Outcome)
+	require.Equal(t, claim.Duplicate, res.Decision)
 
 	// Unguarded events do not take part: same body, own claims.
 	for _, id := range []string{"open-1", "open-2"} {
@@ -468,7 +478,7 @@ func TestClaimReplayGuard(t *testing.T) {
 		ev.GuardBody = false
 		res, err := b.store.Claim(ctx, ev, nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	}
 
 	// Deleted with the claim.
@@ -476,5 +486,5 @@ func TestClaimReplayGuard(t *testing.T) {
 	require.NoError(t, err)
 	res, err = b.store.Claim(ctx, guarded("after-delete", `{"same": "body"}`), nil, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 }

@@ -50,17 +50,9 @@ type Delivery struct {
 // Key returns the key of d.
 func (d *Delivery) Key() Key { return Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route} }
 
-// Querier runs queries: a pool, a connection or a transaction.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// LoadDelivery returns the delivery k with its claim's payload, read through
-// q: the pool, or a transaction of the caller's (a worker under test runs
-// inside one).
-func LoadDelivery(ctx context.Context, q Querier, k Key) (Delivery, error) {
-	ds, err := LoadDeliveries(ctx, q, []Key{k})
+// LoadDelivery returns the delivery k with its claim's payload.
+func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
+	ds, err := s.LoadDeliveries(ctx, []Key{k})
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -70,41 +62,45 @@ func LoadDelivery(ctx context.Context, q Querier, k Key) (Delivery, error) {
 	return *ds[0], nil
 }
 
+// deliveryColumns returns the columns of a Delivery, in its fields' order,
+// over webhook_deliveries d joined to webhook_event_claims c; businessKey,
+// result and payload are what to read as its BusinessKey, Result and Payload.
+func deliveryColumns(businessKey, result, payload string) string {
+	return `d.provider, d.event_id, d.route, d.status, d.attempt_count, coalesce(d.last_error, ''),
+    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, d.attempt_base,
+    c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, ` + payload + `, c.first_seen_at`
+}
+
 // LoadDeliveries is LoadDelivery for many keys in one query: ds[i] is the
 // delivery of keys[i], or nil when there is none.
-func LoadDeliveries(ctx context.Context, q Querier, keys []Key) (ds []*Delivery, err error) {
+func (s *Store) LoadDeliveries(ctx context.Context, keys []Key) (ds []*Delivery, err error) {
 	providers, ids, routes := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		providers[i], ids[i], routes[i] = k.Provider, k.EventID, k.Route
 	}
 	// One primary-key lookup per key (see LockClaims on why not a join).
-	rows, err := q.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 SELECT k.i, x.*
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(provider, event_id, route, i)
 CROSS JOIN LATERAL (
-    SELECT d.status, d.attempt_count, coalesce(d.last_error, ''), d.updated_at, d.completed_at, d.attempt_base,
-           c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, c.payload, c.first_seen_at
+    SELECT `+deliveryColumns("''", "NULL::text", "c.payload")+`
     FROM webhook_deliveries d
     JOIN webhook_event_claims c USING (provider, event_id)
     WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route) x`, providers, ids, routes)
 	if err != nil {
 		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
 	}
-	defer rows.Close()
-	ds = make([]*Delivery, len(keys))
-	for rows.Next() {
-		var i int
-		var d Delivery
-		if err := rows.Scan(&i, &d.Status, &d.AttemptCount, &d.LastError, &d.UpdatedAt, &d.CompletedAt, &d.AttemptBase,
-			&d.EventType, &d.ObjectID, &d.ContentType, &d.ContentEncoding, &d.Payload, &d.ClaimFirstSeen); err != nil {
-			return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
-		}
-		k := keys[i-1]
-		d.Provider, d.EventID, d.Route = k.Provider, k.EventID, k.Route
-		ds[i-1] = &d
+	type numbered struct {
+		I int
+		Delivery
 	}
-	if err := rows.Err(); err != nil {
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[numbered])
+	if err != nil {
 		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
+	}
+	ds = make([]*Delivery, len(keys))
+	for _, f := range found {
+		ds[f.I-1] = &f.Delivery
 	}
 	return ds, nil
 }
@@ -133,19 +129,19 @@ type AttemptResult struct {
 	Result []byte
 }
 
-// RecordAttempt writes an attempt's outcome into tx: the delivery's status,
-// attempt count and last error, then the claim's roll-up. It locks the claim
-// row first, so that roll-ups of concurrent deliveries of one claim are
-// serialized and the claim's status is computed from committed siblings.
-// The caller commits tx, typically together with completing the job. It
-// returns ErrConflict when the delivery is no longer processing and
-// ErrNotFound when its claim does not exist.
-func RecordAttempt(ctx context.Context, tx pgx.Tx, k Key, r AttemptResult) error {
-	recorded, err := RecordAttempts(ctx, tx, []Attempt{{Key: k, Result: r}})
+// RecordAttempt writes an attempt's outcome: the delivery's status, attempt
+// count and last error, then the claim's roll-up, in s's transaction (see
+// Transact) or in one of its own. It locks the claim row first, so that
+// roll-ups of concurrent deliveries of one claim are serialized and the
+// claim's status is computed from committed siblings. It returns
+// ErrConflict when the delivery is no longer processing and ErrNotFound
+// when its claim does not exist.
+func (s *Store) RecordAttempt(ctx context.Context, k Key, r AttemptResult) error {
+	recorded, err := s.RecordAttempts(ctx, []Attempt{{Key: k, Result: r}})
 	switch {
 	case err != nil:
 		return err
-	case !recorded[0] && !claimExists(ctx, tx, k):
+	case !recorded[0] && !s.claimExists(ctx, k):
 		return fmt.Errorf("recording attempt for %s: %w", k, ErrNotFound)
 	case !recorded[0]:
 		return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
@@ -162,7 +158,7 @@ type Attempt struct {
 // LockClaims takes the row locks of the claims of keys, in key order, so that
 // transactions settling overlapping sets of deliveries never deadlock.
 // Every change of a delivery's status holds its claim's lock first.
-func LockClaims(ctx context.Context, tx pgx.Tx, keys ...Key) error {
+func (s *Store) LockClaims(ctx context.Context, keys ...Key) error {
 	providers, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		providers[i], ids[i] = k.Provider, k.EventID
@@ -170,7 +166,7 @@ func LockClaims(ctx context.Context, tx pgx.Tx, keys ...Key) error {
 	// One index lookup per key, in key order: a plain join here is planned
 	// as a hash join over the whole table (Postgres cannot estimate a
 	// two-column match against an array), which grows with the table.
-	_, err := tx.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 SELECT 1
 FROM (SELECT * FROM unnest($1::text[], $2::text[]) AS k(provider, event_id) ORDER BY 1, 2) k
 CROSS JOIN LATERAL (
@@ -185,9 +181,9 @@ CROSS JOIN LATERAL (
 
 // claimExists reports whether the claim of k exists, to tell ErrNotFound
 // from ErrConflict after the fact; the happy path never asks.
-func claimExists(ctx context.Context, tx pgx.Tx, k Key) bool {
+func (s *Store) claimExists(ctx context.Context, k Key) bool {
 	var ok bool
-	_ = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
+	_ = s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
 		k.Provider, k.EventID).Scan(&ok)
 	return ok
 }
@@ -198,7 +194,15 @@ func claimExists(ctx context.Context, tx pgx.Tx, k Key) bool {
 // is false when attempts[i]'s delivery was not processing (settled
 // elsewhere) or does not exist; nothing is written for it. Keys must be
 // distinct.
-func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorded []bool, err error) {
+func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) (recorded []bool, err error) {
+	err = s.inTx(ctx, func(tx *Store) error {
+		recorded, err = tx.recordAttempts(ctx, attempts)
+		return err
+	})
+	return recorded, err
+}
+
+func (s *Store) recordAttempts(ctx context.Context, attempts []Attempt) (recorded []bool, err error) {
 	keys := make([]Key, len(attempts))
 	n := len(attempts)
 	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
@@ -220,13 +224,13 @@ func RecordAttempts(ctx context.Context, tx pgx.Tx, attempts []Attempt) (recorde
 			results[i] = &r
 		}
 	}
-	if err := LockClaims(ctx, tx, keys...); err != nil {
+	if err := s.LockClaims(ctx, keys...); err != nil {
 		return nil, err
 	}
 	// The claims' locks are held: this statement's snapshot, taken after
 	// them, sees every sibling delivery that settled before us. The roll-up
 	// is a separate statement so that it sees this one's updates.
-	rows, err := tx.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 UPDATE webhook_deliveries d SET
     status = v.status,
     attempt_count = d.attempt_count + v.attempts,
@@ -243,11 +247,7 @@ RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, co
 	if err != nil {
 		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
 	}
-	updated, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
-		var k Key
-		err := r.Scan(&k.Provider, &k.EventID, &k.Route)
-		return k, err
-	})
+	updated, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
 	if err != nil {
 		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
 	}
@@ -267,7 +267,7 @@ RETURNING d.provider, d.event_id, d.route`, providers, ids, routes, statuses, co
 		return recorded, nil
 	}
 	pick := func(i int) bool { return done[keys[i]] }
-	if _, err := tx.Exec(ctx, rollUpSQL, filter(providers, pick), filter(ids, pick), filter(counts, pick), filter(errs, pick)); err != nil {
+	if _, err := s.db.Exec(ctx, rollUpSQL, filter(providers, pick), filter(ids, pick), filter(counts, pick), filter(errs, pick)); err != nil {
 		return nil, fmt.Errorf("rolling up claims: %w", err)
 	}
 	return recorded, nil
@@ -321,8 +321,8 @@ WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignor
 // claim's status does not allow it, ErrNotFound when there is no such claim.
 func (s *Store) Reopen(ctx context.Context, provider, eventID string, force bool) (int, error) {
 	var n int
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		n, err = s.reopenTx(ctx, tx, provider, eventID, force)
+	err := s.inTx(ctx, func(tx *Store) (err error) {
+		n, err = tx.reopenTx(ctx, provider, eventID, force)
 		return err
 	})
 	if err != nil {
@@ -358,7 +358,8 @@ func ConflictStatus(err error) (Status, bool) {
 	return "", false
 }
 
-func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool) (int, error) {
+// reopenTx does the work of Reopen in s's transaction.
+func (s *Store) reopenTx(ctx context.Context, provider, eventID string, force bool) (int, error) {
 	allowed := []string{string(Failed)}
 	if force {
 		allowed = append(allowed, string(Completed))
@@ -368,10 +369,10 @@ func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID strin
 	// makes two concurrent reopens act once: the second waits for the
 	// first's lock, re-reads the row, finds it processing and stops.
 	var status Status
-	err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims
+	err := s.db.QueryRow(ctx, `SELECT status FROM webhook_event_claims
 WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider, eventID, allowed).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
+		err := s.db.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			provider, eventID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, ErrNotFound
@@ -389,7 +390,7 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider
 	// deliveries are never reopened, not even with force: another claim
 	// holds their business key. Nor are those failed because their key
 	// could not be computed: they would run without it.
-	rows, err := tx.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, result = NULL, updated_at = now()
 WHERE provider = $1 AND event_id = $2 AND status = ANY($3) AND NOT business_key_missing
 RETURNING route`, provider, eventID, allowed)
@@ -403,10 +404,10 @@ RETURNING route`, provider, eventID, allowed)
 	if len(routes) == 0 {
 		return 0, &statusConflict{status: status, why: "it has no delivery to reopen"}
 	}
-	if _, err := tx.Exec(ctx, `
+	if _, err := s.db.Exec(ctx, `
 UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, updated_at = now()
 WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
 		return 0, fmt.Errorf("reopening claim: %w", err)
 	}
-	return len(routes), s.enqueue(ctx, tx, provider, eventID, routes)
+	return len(routes), s.enqueue(ctx, provider, eventID, routes)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestLoadDelivery(t *testing.T) {
@@ -19,7 +20,7 @@ func TestLoadDelivery(t *testing.T) {
 	b.claimed(t, "evt_1", "ship", "mail")
 	b.record(t, key("evt_1", "ship"), retry)
 
-	d, err := claim.LoadDelivery(t.Context(), b.db.Pool, key("evt_1", "ship"))
+	d, err := b.store.LoadDelivery(t.Context(), key("evt_1", "ship"))
 	require.NoError(t, err)
 	c, _ := b.get(t, "evt_1")
 	require.Equal(t, key("evt_1", "ship"), claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route})
@@ -34,7 +35,7 @@ func TestLoadDelivery(t *testing.T) {
 	require.True(t, d.ClaimFirstSeen.Equal(c.FirstSeenAt))
 
 	for _, k := range []claim.Key{key("evt_1", "ledger"), key("evt_2", "ship"), {Provider: "github", EventID: "evt_1", Route: "ship"}} {
-		_, err := claim.LoadDelivery(t.Context(), b.db.Pool, k)
+		_, err := b.store.LoadDelivery(t.Context(), k)
 		require.ErrorIs(t, err, claim.ErrNotFound, k.String())
 	}
 }
@@ -43,7 +44,7 @@ func TestLoadDelivery(t *testing.T) {
 // its own.
 func TestRecordAttempt(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	t.Run("SuccessCompletesDeliveryThenClaimWhenAllAre", func(t *testing.T) {
 		t.Parallel()
@@ -200,9 +201,9 @@ func TestRecordAttempt(t *testing.T) {
 
 		for _, k := range []claim.Key{key("evt_settled", "ship"), key("evt_settled", "mail")} {
 			for _, r := range []claim.AttemptResult{success, retry, reject} {
-				tx, err := b.db.Pool.Begin(t.Context())
+				tx, err := b.conn.Begin(t.Context())
 				require.NoError(t, err)
-				err = claim.RecordAttempt(t.Context(), tx, k, r)
+				err = newStore(t, tx).RecordAttempt(t.Context(), k, r)
 				require.ErrorIs(t, err, claim.ErrConflict, "%s %+v", k, r)
 				require.NoError(t, tx.Commit(t.Context()), "a conflict leaves the transaction usable")
 			}
@@ -214,10 +215,7 @@ func TestRecordAttempt(t *testing.T) {
 
 	t.Run("UnknownClaimIsNotFound", func(t *testing.T) {
 		t.Parallel()
-		tx, err := b.db.Pool.Begin(t.Context())
-		require.NoError(t, err)
-		defer tx.Rollback(t.Context()) //nolint:errcheck // nothing written
-		err = claim.RecordAttempt(t.Context(), tx, key("evt_unknown", "ship"), success)
+		err := b.store.RecordAttempt(t.Context(), key("evt_unknown", "ship"), success)
 		require.ErrorIs(t, err, claim.ErrNotFound)
 	})
 
@@ -229,22 +227,23 @@ func TestRecordAttempt(t *testing.T) {
 		ctx := t.Context()
 		b.claimed(t, "evt_lock", "ship", "mail")
 
-		first, err := b.db.Pool.Begin(ctx)
+		first, err := b.conn.Begin(ctx)
 		require.NoError(t, err)
 		defer first.Rollback(ctx) //nolint:errcheck // no-op after commit
-		second, err := b.db.Pool.Begin(ctx)
+		second, err := b.conn.Begin(ctx)
 		require.NoError(t, err)
 		defer second.Rollback(ctx) //nolint:errcheck // no-op after commit
 		var secondPID uint32
 		require.NoError(t, second.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&secondPID))
 
-		require.NoError(t, claim.RecordAttempt(ctx, first, key("evt_lock", "ship"), success))
+		require.NoError(t, newStore(t, first).RecordAttempt(ctx, key("evt_lock", "ship"), success))
 		done := make(chan error, 1)
-		go func() { done <- claim.RecordAttempt(ctx, second, key("evt_lock", "mail"), success) }()
+		secondStore := newStore(t, second)
+		go func() { done <- secondStore.RecordAttempt(ctx, key("evt_lock", "mail"), success) }()
 
 		require.Eventually(t, func() bool {
 			var waiting bool
-			err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false)
+			err := b.conn.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false)
 FROM pg_stat_activity WHERE pid = $1`, secondPID).Scan(&waiting)
 			return err == nil && waiting
 		}, 10*time.Second, 5*time.Millisecond, "the second attempt should wait for the claim row")
@@ -298,11 +297,12 @@ func settleAtOnce(t *testing.T, b *bundle, outcomes map[claim.Key]claim.AttemptR
 	t.Helper()
 	ctx := t.Context()
 	txs := make(map[claim.Key]pgx.Tx, len(outcomes))
+	stores := make(map[claim.Key]*claim.Store, len(outcomes))
 	for k := range outcomes {
-		tx, err := b.db.Pool.Begin(ctx)
+		tx, err := b.conn.Begin(ctx)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-		txs[k] = tx
+		txs[k], stores[k] = tx, newStore(t, tx)
 	}
 	start := make(chan struct{})
 	errs := make(chan error, len(outcomes))
@@ -310,7 +310,7 @@ func settleAtOnce(t *testing.T, b *bundle, outcomes map[claim.Key]claim.AttemptR
 	for k, r := range outcomes {
 		wg.Go(func() {
 			<-start
-			if err := claim.RecordAttempt(ctx, txs[k], k, r); err != nil {
+			if err := stores[k].RecordAttempt(ctx, k, r); err != nil {
 				errs <- err
 				return
 			}
@@ -329,7 +329,7 @@ func settleAtOnce(t *testing.T, b *bundle, outcomes map[claim.Key]claim.AttemptR
 // of its own.
 func TestReopen(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	t.Run("FailedClaimReopensItsFailedDeliveries", func(t *testing.T) {
 		b.claimed(t, "evt_failed", "ship", "mail", "ledger")
@@ -406,7 +406,7 @@ func TestReopen(t *testing.T) {
 		b.claimed(t, "evt_processing", "ship")
 		res, err := b.store.Claim(t.Context(), event("evt_nothing"), nil, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 
 		for _, id := range []string{"evt_processing", "evt_nothing"} {
 			for _, force := range []bool{false, true} {
@@ -425,15 +425,14 @@ func TestReopen(t *testing.T) {
 		// processing with no delivery to finish it.
 		b.claimed(t, "evt_hollow", "ship")
 		b.record(t, key("evt_hollow", "ship"), success)
-		_, err := b.db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET status = 'failed', completed_at = NULL
-WHERE event_id = 'evt_hollow'`)
-		require.NoError(t, err)
+		testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_hollow"},
+			&testfactory.ClaimOpts{Status: claim.Failed})
 
-		_, err = b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
+		_, err := b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
 		require.ErrorIs(t, err, claim.ErrConflict)
 		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
 		require.NoError(t, err)
-		require.Equal(t, claim.Duplicate, res.Outcome)
+		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Equal(t, claim.Failed, res.Status)
 		c, _ := b.get(t, "evt_hollow")
 		require.Equal(t, claim.Failed, c.Status)
@@ -496,13 +495,12 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
 	require.NoError(t, err)
-	_, err = b.db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed' WHERE event_id = 'evt_b3'`)
-	require.NoError(t, err)
+	testfactory.SetDelivery(ctx, t, b.conn, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.Failed})
 
-	tx, err := b.db.Pool.Begin(ctx)
+	tx, err := b.conn.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	recorded, err := claim.RecordAttempts(ctx, tx, []claim.Attempt{
+	recorded, err := newStore(t, tx).RecordAttempts(ctx, []claim.Attempt{
 		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: true, Error: "HTTP 400 Bad Request"}},
 		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
@@ -518,7 +516,7 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	}{"evt_b1": {"completed", 2}, "evt_b2": {"failed", 1}, "evt_b3": {"processing", 0}} {
 		var status string
 		var attempts int
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status, attempt_count FROM webhook_event_claims WHERE event_id = $1`, id).
+		require.NoError(t, b.conn.QueryRow(ctx, `SELECT status, attempt_count FROM webhook_event_claims WHERE event_id = $1`, id).
 			Scan(&status, &attempts))
 		require.Equal(t, want.status, status, id)
 		require.Equal(t, want.attempts, attempts, id)
@@ -533,7 +531,7 @@ func TestLoadDeliveries(t *testing.T) {
 	b.claimed(t, "evt_l1", "ship", "mail")
 	b.claimed(t, "evt_l2", "ship")
 	keys := []claim.Key{key("evt_l2", "ship"), key("evt_missing", "ship"), key("evt_l1", "mail"), key("evt_l1", "ship")}
-	ds, err := claim.LoadDeliveries(t.Context(), b.db.Pool, keys)
+	ds, err := b.store.LoadDeliveries(t.Context(), keys)
 	require.NoError(t, err)
 	require.Len(t, ds, len(keys))
 	require.Nil(t, ds[1])

@@ -119,7 +119,7 @@ LIMIT ` + strconv.Itoa(page)
 		if !first {
 			args = append(params[:fixed:fixed], e.FirstSeenAt, e.Provider, e.EventID)
 		}
-		rows, err := s.pool.Query(ctx, query(first), args...)
+		rows, err := s.db.Query(ctx, query(first), args...)
 		if err != nil {
 			return fmt.Errorf("exporting claims: %w", err)
 		}

@@ -77,7 +77,7 @@ func (g *Group) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 	if err != nil {
 		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
 	}
-	if reopen && res.Outcome == Duplicate && (res.Status == Failed || res.Status == "") {
+	if reopen && res.Decision == Duplicate && (res.Status == Failed || res.Status == "") {
 		// The reopen path locks the claim and reads its deliveries: it runs
 		// alone, in a transaction of its own.
 		return g.store.Claim(ctx, ev, routes, reopen)
@@ -177,7 +177,8 @@ func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
 
 	won := make([]bool, n)
 	status := make([]Status, n)
-	err := pgx.BeginFunc(ctx, g.store.pool, func(tx pgx.Tx) error {
+	err := g.store.Transact(ctx, func(in *Store) error {
+		tx := in.Tx()
 		clear(won)
 		clear(status)
 		res, err := tx.Query(ctx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
@@ -242,12 +243,12 @@ func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
 		j := of[i]
 		switch {
 		case won[j] && !seen[j]:
-			results[i] = Result{Outcome: Claimed, Status: status[j], Deliveries: len(c.routes)}
+			results[i] = Result{Decision: Claimed, Status: status[j], Deliveries: len(c.routes)}
 			if status[j] == Ignored {
-				results[i].Outcome = ClaimedIgnored
+				results[i].Decision = ClaimedIgnored
 			}
 		default:
-			results[i] = Result{Outcome: Duplicate, Status: status[j]}
+			results[i] = Result{Decision: Duplicate, Status: status[j]}
 		}
 		seen[j] = true
 	}

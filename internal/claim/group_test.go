@@ -23,7 +23,7 @@ type groupBundle struct {
 
 func setupGroup(t *testing.T) *groupBundle {
 	t.Helper()
-	g := &groupBundle{bundle: setup(t)}
+	g := &groupBundle{bundle: setupDB(t)}
 	// One transaction at a time, so that holding one makes the others queue.
 	g.group = claim.NewGroup(g.store, claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
 		g.mu.Lock()
@@ -112,20 +112,20 @@ func TestGroupDuplicatesInOneBatch(t *testing.T) {
 	done.Wait()
 
 	require.NoError(t, held.err)
-	require.Equal(t, claim.Claimed, held.res.Outcome, "the held claim wins once the test's insert rolls back")
+	require.Equal(t, claim.Claimed, held.res.Decision, "the held claim wins once the test's insert rolls back")
 	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the queued requests shared one batch")
-	outcomes := map[string][]claim.Outcome{}
+	outcomes := map[string][]claim.Decision{}
 	for _, r := range reqs {
 		require.NoError(t, r.err)
-		outcomes[r.ev.ID] = append(outcomes[r.ev.ID], r.res.Outcome)
+		outcomes[r.ev.ID] = append(outcomes[r.ev.ID], r.res.Decision)
 	}
-	require.ElementsMatch(t, []claim.Outcome{claim.Claimed, claim.Duplicate, claim.Duplicate}, outcomes["evt_a"])
-	require.ElementsMatch(t, []claim.Outcome{claim.Claimed, claim.Duplicate}, outcomes["evt_b"])
-	require.Equal(t, []claim.Outcome{claim.ClaimedIgnored}, outcomes["evt_none"])
-	require.Equal(t, []claim.Outcome{claim.Duplicate}, outcomes["evt_old"])
+	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate, claim.Duplicate}, outcomes["evt_a"])
+	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate}, outcomes["evt_b"])
+	require.Equal(t, []claim.Decision{claim.ClaimedIgnored}, outcomes["evt_none"])
+	require.Equal(t, []claim.Decision{claim.Duplicate}, outcomes["evt_old"])
 	for _, r := range reqs {
 		switch {
-		case r.res.Outcome == claim.Claimed:
+		case r.res.Decision == claim.Claimed:
 			require.Equal(t, claim.Processing, r.res.Status)
 			require.Equal(t, len(r.routes), r.res.Deliveries)
 		case r.ev.ID == "evt_none":
@@ -183,7 +183,7 @@ func TestGroupOneBadRequest(t *testing.T) {
 			continue
 		}
 		require.NoError(t, r.err, r.ev.ID)
-		require.Equal(t, claim.Claimed, r.res.Outcome, r.ev.ID)
+		require.Equal(t, claim.Claimed, r.res.Decision, r.ev.ID)
 		_, ds := g.get(t, r.ev.ID)
 		require.Len(t, ds, 1)
 	}
@@ -209,10 +209,10 @@ func TestGroupReopensAlone(t *testing.T) {
 	done.Wait()
 	require.NoError(t, held.err)
 	require.NoError(t, reqs[0].err)
-	require.Equal(t, claim.Reopened, reqs[0].res.Outcome)
+	require.Equal(t, claim.Reopened, reqs[0].res.Decision)
 	require.Equal(t, 1, reqs[0].res.Deliveries)
 	require.NoError(t, reqs[1].err)
-	require.Equal(t, claim.Claimed, reqs[1].res.Outcome)
+	require.Equal(t, claim.Claimed, reqs[1].res.Decision)
 	c, _ := g.get(t, "evt_failed")
 	require.Equal(t, claim.Processing, c.Status)
 }
@@ -240,7 +240,7 @@ func TestGroupBusinessKeysAlone(t *testing.T) {
 	require.NoError(t, held.err)
 	for _, r := range reqs {
 		require.NoError(t, r.err)
-		require.Equal(t, claim.Claimed, r.res.Outcome)
+		require.Equal(t, claim.Claimed, r.res.Decision)
 	}
 	require.Equal(t, []int{1, 1}, g.batchSizes(), "only the plain event went through a batch")
 

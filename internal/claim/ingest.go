@@ -42,14 +42,14 @@ type BusinessKey struct {
 	Missing string
 }
 
-// Outcome is what Claim did with an event.
-type Outcome int
+// Decision is what Claim decided for one copy of an event.
+type Decision int
 
 const (
 	// Claimed: this call won the key; its deliveries and jobs are committed.
 	// When business keys left none of its deliveries to run (Result.Skipped,
 	// Result.Unkeyed), its status is already ignored or failed.
-	Claimed Outcome = iota + 1
+	Claimed Decision = iota + 1
 	// ClaimedIgnored: this call won the key but no route matched, so the
 	// claim is recorded as ignored with no delivery.
 	ClaimedIgnored
@@ -65,7 +65,7 @@ const (
 
 // Result describes a Claim call.
 type Result struct {
-	Outcome Outcome
+	Decision Decision
 	// Status is the claim's status after the call.
 	Status Status
 	// Deliveries is how many deliveries this call enqueued.
@@ -79,7 +79,7 @@ type Result struct {
 }
 
 // Duplicate reports whether the caller should answer "duplicate": true.
-func (r Result) Duplicate() bool { return r.Outcome == Duplicate || r.Outcome == Replay }
+func (r Result) Duplicate() bool { return r.Decision == Duplicate || r.Decision == Replay }
 
 // claimSQL inserts the claim and, only if this statement inserted it, one
 // delivery per route, in one round trip. ON CONFLICT DO NOTHING makes the
@@ -202,7 +202,7 @@ var errVanished = errors.New("the claim was deleted while it was being read; try
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
 	var res Result
 	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
-	claimOnce := func(tx pgx.Tx) error {
+	claimOnce := func(tx *Store) error {
 		res = Result{}
 		status := Processing
 		if len(routes) == 0 {
@@ -217,12 +217,12 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		var skipped []string
 		var skipReason *string
 		var unnamed bool
-		if err := tx.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
+		if err := tx.db.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
 			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing, hash, ev.ContentEncoding).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
 			return fmt.Errorf("inserting claim: %w", err)
 		}
 		if unnamed {
-			rows, err := tx.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
+			rows, err := tx.db.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
 			if err != nil {
 				return fmt.Errorf("naming business keys' holders: %w", err)
 			}
@@ -235,15 +235,15 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 			}
 		}
 		if won == 1 {
-			return s.fanOut(ctx, tx, ev, names, missing, skipped, skipReason, status, &res)
+			return tx.fanOut(ctx, ev, names, missing, skipped, skipReason, status, &res)
 		}
-		res.Outcome = Duplicate
+		res.Decision = Duplicate
 		if reopen {
-			n, err := s.reopenTx(ctx, tx, ev.Provider, ev.ID, false)
+			n, err := tx.reopenTx(ctx, ev.Provider, ev.ID, false)
 			var conflict *statusConflict
 			switch {
 			case err == nil:
-				res = Result{Outcome: Reopened, Status: Processing, Deliveries: n}
+				res = Result{Decision: Reopened, Status: Processing, Deliveries: n}
 				return nil
 			case errors.As(err, &conflict):
 				// The status reopenTx read is the duplicate's answer.
@@ -253,19 +253,19 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 				return err
 			}
 		}
-		err := tx.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
+		err := tx.db.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
 			ev.Provider, ev.ID).Scan(&res.Status)
 		if errors.Is(err, pgx.ErrNoRows) && hash != nil {
 			// No claim has this key: either the insert met the body's hash
 			// (the same signed body under a new id), or the key's claim was
 			// deleted by retention since the insert saw it.
 			var replay bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
+			if err := tx.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
 WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err != nil {
 				return fmt.Errorf("reading the claim of the body: %w", err)
 			}
 			if replay {
-				res = Result{Outcome: Replay}
+				res = Result{Decision: Replay}
 				return nil
 			}
 		}
@@ -291,7 +291,7 @@ WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err 
 // processing and, when none is (every route was skipped or missing its
 // business key), settles the claim's status in a second statement, the
 // only case that needs one: ignored when all were skipped, else failed.
-func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string, missing []*string,
+func (s *Store) fanOut(ctx context.Context, ev Event, names []string, missing []*string,
 	skipped []string, skipReason *string, status Status, res *Result) error {
 	var enqueue []string
 	for i, r := range names {
@@ -302,20 +302,20 @@ func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ev Event, names []string,
 			enqueue = append(enqueue, r)
 		}
 	}
-	res.Outcome, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
+	res.Decision, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
 	switch {
 	case status == Ignored:
-		res.Outcome = ClaimedIgnored
+		res.Decision = ClaimedIgnored
 	case len(enqueue) == 0:
 		status = Ignored
 		if len(res.Unkeyed) > 0 {
 			status = Failed
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
+		if _, err := s.db.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
 WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, status, skipReason); err != nil {
 			return fmt.Errorf("settling claim with no delivery to run: %w", err)
 		}
 	}
 	res.Status = status
-	return s.enqueue(ctx, tx, ev.Provider, ev.ID, enqueue)
+	return s.enqueue(ctx, ev.Provider, ev.ID, enqueue)
 }

@@ -84,7 +84,7 @@ func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int
 	}
 	moved := 0
 	for {
-		tag, err := s.pool.Exec(ctx, moveJobsSQL, routes, queues, moveBatch)
+		tag, err := s.db.Exec(ctx, moveJobsSQL, routes, queues, moveBatch)
 		if err != nil {
 			return moved, fmt.Errorf("moving delivery jobs to their routes' queues: %w", err)
 		}
@@ -146,7 +146,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 		states[i] = RouteState{Route: r, Queue: Queue(r)}
 		byRoute[r] = &states[i]
 	}
-	rows, err := s.pool.Query(ctx, routeDeliveriesSQL, routes)
+	rows, err := s.db.Query(ctx, routeDeliveriesSQL, routes)
 	if err != nil {
 		return nil, fmt.Errorf("counting deliveries by route: %w", err)
 	}
@@ -158,7 +158,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 	}); err != nil {
 		return nil, fmt.Errorf("counting deliveries by route: %w", err)
 	}
-	rows, err = s.pool.Query(ctx, routeJobsSQL, routes)
+	rows, err = s.db.Query(ctx, routeJobsSQL, routes)
 	if err != nil {
 		return nil, fmt.Errorf("counting jobs by route: %w", err)
 	}
@@ -190,7 +190,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 // started later begin paused.
 func (s *Store) PauseRoute(ctx context.Context, q Queues, route string) error {
 	name := Queue(route)
-	if _, err := s.pool.Exec(ctx, `INSERT INTO river_queue (name, created_at, updated_at) VALUES ($1, now(), now())
+	if _, err := s.db.Exec(ctx, `INSERT INTO river_queue (name, created_at, updated_at) VALUES ($1, now(), now())
 ON CONFLICT (name) DO NOTHING`, name); err != nil {
 		return fmt.Errorf("registering queue %s of route %s: %w", name, route, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // riverQueueName is River's rule for queue names, as River's client checks
@@ -86,17 +88,17 @@ WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route'
 
 func TestMoveJobsToRouteQueues(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
-	const onDefault = `UPDATE river_job SET queue = 'default'`
+	const onDefault = river.QueueDefault
 
 	// Enqueued before routes had queues: on the default queue.
 	b.claimed(t, "evt_old", "ship", "mail")
-	b.job(t, "evt_old", "ship", onDefault)
-	b.job(t, "evt_old", "mail", onDefault+`, state = 'retryable', scheduled_at = now() + interval '1 minute'`)
+	b.job(t, "evt_old", "ship", &testfactory.JobOpts{Queue: onDefault})
+	b.job(t, "evt_old", "mail", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateRetryable, ScheduledAt: testfactory.In(time.Minute)})
 	// Being attempted on the default queue: left where it runs.
 	b.claimed(t, "evt_running", "ship")
-	b.job(t, "evt_running", "ship", onDefault+`, state = 'running', attempt = 1, attempted_at = now()`)
+	b.job(t, "evt_running", "ship", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})
 	// Already on its queue.
 	b.claimed(t, "evt_new", "ship")
 	// On the queue of a route that is no longer configured: to the default
@@ -105,7 +107,7 @@ func TestMoveJobsToRouteQueues(t *testing.T) {
 	require.Equal(t, claim.Queue("ledger"), b.queueOfJob(t, "evt_removed", "ledger"))
 	// Finished on the default queue: history, left alone.
 	b.claimed(t, "evt_done", "mail")
-	b.job(t, "evt_done", "mail", onDefault+`, state = 'completed', attempt = 1, finalized_at = now()`)
+	b.job(t, "evt_done", "mail", &testfactory.JobOpts{Queue: onDefault, State: rivertype.JobStateCompleted, Attempt: 1, FinalizedAt: testfactory.Now()})
 
 	configured := []string{"ship", "mail"}
 	moved, err := b.store.MoveJobsToRouteQueues(ctx, configured)
@@ -147,7 +149,7 @@ WHERE args->>'route' = 'ship' AND queue = 'default' AND state = 'available'`).Sc
 
 func TestRouteStates(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	queues, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
@@ -156,7 +158,7 @@ func TestRouteStates(t *testing.T) {
 	b.claimed(t, "evt_1", "ship", "mail")
 	b.claimed(t, "evt_2", "ship")
 	b.claimed(t, "evt_3", "ship")
-	b.job(t, "evt_3", "ship", `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()`)
+	b.job(t, "evt_3", "ship", &testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})
 	b.claimed(t, "evt_4", "ship")
 	b.record(t, key("evt_4", "ship"), reject)
 	b.job(t, "evt_4", "ship", completeJob)
@@ -166,9 +168,9 @@ func TestRouteStates(t *testing.T) {
 	// mail: evt_1's delivery waits for a retry; one is queued on the
 	// default queue from before routes had queues.
 	b.record(t, key("evt_1", "mail"), retry)
-	b.job(t, "evt_1", "mail", `UPDATE river_job SET state = 'retryable', attempt = 1, scheduled_at = now() + interval '1 minute'`)
+	b.job(t, "evt_1", "mail", &testfactory.JobOpts{State: rivertype.JobStateRetryable, Attempt: 1, ScheduledAt: testfactory.In(time.Minute)})
 	b.claimed(t, "evt_6", "mail")
-	b.job(t, "evt_6", "mail", `UPDATE river_job SET queue = 'default'`)
+	b.job(t, "evt_6", "mail", &testfactory.JobOpts{Queue: river.QueueDefault})
 
 	states, err := b.store.RouteStates(ctx, queues, []string{"ship", "mail", "ledger"})
 	require.NoError(t, err)

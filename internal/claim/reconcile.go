@@ -25,7 +25,7 @@ type ReconcileResult struct {
 // concurrent reopen or retry is never doubled.
 func (s *Store) Reconcile(ctx context.Context, olderThan time.Duration, limit int) (ReconcileResult, error) {
 	var res ReconcileResult
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 SELECT d.provider, d.event_id, d.route FROM webhook_deliveries d
 WHERE d.status = 'processing' AND d.updated_at < now() - make_interval(secs => $1)
   AND NOT `+liveJobSQL+`
@@ -33,11 +33,7 @@ ORDER BY d.updated_at LIMIT $2`, olderThan.Seconds(), limit)
 	if err != nil {
 		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
-		var k Key
-		err := r.Scan(&k.Provider, &k.EventID, &k.Route)
-		return k, err
-	})
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
 	if err != nil {
 		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
 	}
@@ -57,8 +53,8 @@ ORDER BY d.updated_at LIMIT $2`, olderThan.Seconds(), limit)
 }
 
 func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error) {
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2 FOR UPDATE`,
+	err = s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2 FOR UPDATE`,
 			k.Provider, k.EventID); err != nil {
 			return err
 		}
@@ -69,7 +65,7 @@ func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error
 		// since the delivery last changed: one finalized before (e.g. the
 		// discarded job of a delivery reopened since, whose new job was
 		// deleted) says nothing about the current run, which is requeued.
-		err := tx.QueryRow(ctx, `
+		err := tx.db.QueryRow(ctx, `
 SELECT d.status = 'processing' AND NOT `+liveJobSQL+`,
        CASE WHEN j.finalized_at >= d.updated_at THEN j.state::text END, j.attempt
 FROM webhook_deliveries d
@@ -97,13 +93,13 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 		}
 		if reason != "" {
 			failed = true
-			return RecordAttempt(ctx, tx, k, AttemptResult{Status: DeliveryFailed, Error: "reconciler: " + reason, Spent: spent})
+			return tx.RecordAttempt(ctx, k, AttemptResult{Status: DeliveryFailed, Error: "reconciler: " + reason, Spent: spent})
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now(), attempt_base = attempt_base + $4
+		if _, err := tx.db.Exec(ctx, `UPDATE webhook_deliveries SET updated_at = now(), attempt_base = attempt_base + $4
 WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route, spent); err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, k.Provider, k.EventID, []string{k.Route})
+		return tx.enqueue(ctx, k.Provider, k.EventID, []string{k.Route})
 	})
 	return failed, err
 }

@@ -11,33 +11,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
-// job changes the River job of a stripe delivery with a statement over
-// river_job rows, e.g. `DELETE FROM river_job` or `UPDATE river_job SET …`.
-func (b *bundle) job(t *testing.T, id, route, statement string) {
+// job changes the River job of a stripe delivery as opts says; nil deletes
+// it.
+func (b *bundle) job(t *testing.T, id, route string, opts *testfactory.JobOpts) {
 	t.Helper()
-	b.exec(t, statement+` WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route' = $2`, id, route)
+	where := testfactory.JobWhere{Delivery: key(id, route)}
+	if opts == nil {
+		testfactory.DeleteJobs(t.Context(), t, b.conn, where)
+		return
+	}
+	testfactory.SetJobs(t.Context(), t, b.conn, where, opts)
 }
 
 // stale makes a stripe delivery look untouched for an hour.
 func (b *bundle) stale(t *testing.T, id, route string) {
 	t.Helper()
-	b.exec(t, `UPDATE webhook_deliveries SET updated_at = now() - interval '1 hour'
-WHERE provider = 'stripe' AND event_id = $1 AND route = $2`, id, route)
+	testfactory.SetDelivery(t.Context(), t, b.conn, key(id, route), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(time.Hour)})
 }
 
-const (
-	deleteJob    = `DELETE FROM river_job`
-	discardJob   = `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = 10`
-	cancelJob    = `UPDATE river_job SET state = 'cancelled', finalized_at = now()`
-	completeJob  = `UPDATE river_job SET state = 'completed', finalized_at = now(), attempt = 1`
-	reconcileAge = 10 * time.Minute
+// What may have become of a delivery's job outside the delivery's own
+// transaction.
+var (
+	deleteJob   *testfactory.JobOpts // nil: the job is gone
+	discardJob  = &testfactory.JobOpts{State: rivertype.JobStateDiscarded, FinalizedAt: testfactory.Now(), Attempt: 10}
+	cancelJob   = &testfactory.JobOpts{State: rivertype.JobStateCancelled, FinalizedAt: testfactory.Now()}
+	completeJob = &testfactory.JobOpts{State: rivertype.JobStateCompleted, FinalizedAt: testfactory.Now(), Attempt: 1}
 )
+
+const reconcileAge = 10 * time.Minute
 
 func TestReconcile(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	t.Run("ConvergesOrphanedDeliveries", func(t *testing.T) {
 		// Its job was deleted: requeued.
@@ -181,8 +189,8 @@ WHERE provider = 'stripe' AND event_id = $1 AND route = 'ship'`, id).Scan(&base)
 	// not decide the fate of the run after it.
 	t.Run("JobFinalizedBeforeReopenIsNoReason", func(t *testing.T) {
 		b.claimed(t, "evt_rerun", "ship")
-		b.job(t, "evt_rerun", "ship", `UPDATE river_job SET state = 'discarded', finalized_at = now() - interval '2 hours', attempt = 10`)
-		b.exec(t, `UPDATE webhook_deliveries SET updated_at = now() - interval '3 hours' WHERE event_id = 'evt_rerun'`)
+		b.job(t, "evt_rerun", "ship", &testfactory.JobOpts{State: rivertype.JobStateDiscarded, FinalizedAt: testfactory.Ago(2 * time.Hour), Attempt: 10})
+		testfactory.SetDelivery(t.Context(), t, b.conn, key("evt_rerun", ""), &testfactory.DeliveryOpts{UpdatedAt: testfactory.Ago(3 * time.Hour)})
 		res, err := b.store.Reconcile(t.Context(), reconcileAge, 100)
 		require.NoError(t, err)
 		require.Equal(t, claim.ReconcileResult{Failed: 1}, res)
@@ -190,7 +198,7 @@ WHERE provider = 'stripe' AND event_id = $1 AND route = 'ship'`, id).Scan(&base)
 		n, err := b.store.Reopen(t.Context(), "stripe", "evt_rerun", false)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		b.exec(t, `DELETE FROM river_job WHERE state = 'available' AND args->>'event_id' = 'evt_rerun'`)
+		testfactory.DeleteJobs(t.Context(), t, b.conn, testfactory.JobWhere{Delivery: key("evt_rerun", ""), State: rivertype.JobStateAvailable})
 		b.stale(t, "evt_rerun", "ship")
 
 		res, err = b.store.Reconcile(t.Context(), reconcileAge, 100)

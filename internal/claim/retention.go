@@ -87,7 +87,7 @@ func (s *Store) Prune(ctx context.Context, r Retention) (PruneResult, error) {
 		return res, err
 	}
 	for {
-		tag, err := s.pool.Exec(ctx, clearPayloadsSQL, payloadCut, claimCut, batch)
+		tag, err := s.db.Exec(ctx, clearPayloadsSQL, payloadCut, claimCut, batch)
 		if err != nil {
 			return res, fmt.Errorf("clearing payloads after %d: %w", res.PayloadsCleared, err)
 		}
@@ -97,7 +97,7 @@ func (s *Store) Prune(ctx context.Context, r Retention) (PruneResult, error) {
 		}
 	}
 	for {
-		tag, err := s.pool.Exec(ctx, deleteClaimsSQL, claimCut, batch)
+		tag, err := s.db.Exec(ctx, deleteClaimsSQL, claimCut, batch)
 		if err != nil {
 			return res, fmt.Errorf("deleting claims after %d: %w", res.Deleted, err)
 		}
@@ -116,10 +116,10 @@ func (s *Store) PruneDue(ctx context.Context, r Retention) (PruneResult, error) 
 	if err != nil {
 		return res, err
 	}
-	if err := s.pool.QueryRow(ctx, countPayloadsSQL, payloadCut, claimCut).Scan(&res.PayloadsCleared); err != nil {
+	if err := s.db.QueryRow(ctx, countPayloadsSQL, payloadCut, claimCut).Scan(&res.PayloadsCleared); err != nil {
 		return res, fmt.Errorf("counting payloads due for clearing: %w", err)
 	}
-	if err := s.pool.QueryRow(ctx, countClaimsSQL, claimCut).Scan(&res.Deleted); err != nil {
+	if err := s.db.QueryRow(ctx, countClaimsSQL, claimCut).Scan(&res.Deleted); err != nil {
 		return res, fmt.Errorf("counting claims due for deletion: %w", err)
 	}
 	return res, nil
@@ -132,7 +132,7 @@ func (s *Store) cutoffs(ctx context.Context, r Retention) (payloads, claims time
 		return payloads, claims, fmt.Errorf("retention: want 0 < payloads (%s) <= claims (%s)", r.Payloads, r.Claims)
 	}
 	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 		return payloads, claims, fmt.Errorf("reading the database clock: %w", err)
 	}
 	return now.Add(-r.Payloads), now.Add(-r.Claims), nil

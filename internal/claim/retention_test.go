@@ -46,7 +46,7 @@ SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = 'stripe' AND 
 
 func TestTerminalAt(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	before := time.Now()
 
 	b.claimed(t, "evt_a", "ship", "mail")
@@ -77,7 +77,7 @@ func TestTerminalAt(t *testing.T) {
 
 	res, err := b.store.Claim(t.Context(), event("evt_ignored"), nil, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.ClaimedIgnored, res.Outcome)
+	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	c, _ = b.get(t, "evt_ignored")
 	require.NotNil(t, c.TerminalAt, "an ignored claim is terminal from its insert")
 
@@ -95,7 +95,7 @@ func TestTerminalAt(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 
 	settled := func(id string, r claim.AttemptResult, ago time.Duration, routes ...string) {
 		b.claimed(t, id, routes...)
@@ -221,7 +221,7 @@ func (b *bundle) countClaims(t *testing.T, where string) int {
 // missed, and none waits for or deadlocks with another.
 func TestPruneConcurrent(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	const n, runs = 600, 6
 	b.seedTerminal(t, "old", n, old)
 	b.seedTerminal(t, "mid", n, mid)
@@ -264,7 +264,7 @@ func TestPruneAndReopen(t *testing.T) {
 	// commits the claim is processing and no longer due.
 	t.Run("ClaimLockedByAReopenIsSkipped", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t)
+		b := setupDB(t)
 		ids := b.seedTerminal(t, "old", 3, old)
 		ctx := t.Context()
 		tx, err := b.db.Pool.Begin(ctx)
@@ -302,7 +302,7 @@ func TestPruneAndReopen(t *testing.T) {
 	// little, so rounds repeat (on fresh claims) until one had both.
 	t.Run("RaceEndsOneWayOrTheOther", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t)
+		b := setupDB(t)
 		pool := concurrentPool(t, b.db, 4)
 		store := newStore(t, pool)
 		p := policy
@@ -387,7 +387,7 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 // claims the event anew rather than failing.
 func TestRedeliveryMeetsPrune(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	b.claimed(t, "evt_gone", "ship")
 	b.record(t, key("evt_gone", "ship"), reject)
@@ -424,7 +424,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 
 	got := <-done
 	require.NoError(t, got.err)
-	require.Equal(t, claim.Claimed, got.res.Outcome)
+	require.Equal(t, claim.Claimed, got.res.Decision)
 	c, ds := b.get(t, "evt_gone")
 	require.Equal(t, claim.Processing, c.Status)
 	require.Zero(t, ds["ship"].AttemptCount, "a new claim")
@@ -435,7 +435,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 // the holder, a later event with the key gets the delivery.
 func TestPruneFreesBusinessKeys(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDB(t)
 	keyed := func(id string) claim.Event {
 		ev := event(id)
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: `["order_1"]`}}
@@ -443,7 +443,7 @@ func TestPruneFreesBusinessKeys(t *testing.T) {
 	}
 	res, err := b.store.Claim(t.Context(), keyed("evt_holder"), []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 	b.record(t, key("evt_holder", "ship"), success)
 	b.terminalAgo(t, "evt_holder", old)
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 
 	"github.com/hookgate/hookgate/internal/migrate"
 	"github.com/hookgate/hookgate/internal/pgcluster"
@@ -52,9 +53,12 @@ var (
 	sharedErr  error
 )
 
-// Main runs the package's tests and then stops a throwaway cluster if one was
-// started. Call it from TestMain; each cleanup runs after the tests, since
-// Main exits the process and deferred calls in TestMain would never run.
+// Main runs the package's tests, stops a throwaway cluster if one was
+// started, and then, if the tests passed, fails the run when a goroutine is
+// left over: a leaked River client, pool, server or timer shows up here, in
+// every package whose tests touch the database. Call it from TestMain; each
+// cleanup runs after the tests and before the check, since Main exits the
+// process and deferred calls in TestMain would never run.
 func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	for _, f := range cleanups {
@@ -66,6 +70,12 @@ func Main(m *testing.M, cleanups ...func()) {
 	if cluster != nil {
 		_ = cluster.Remove(context.Background())
 		_ = os.RemoveAll(filepath.Dir(cluster.Dir)) // made by startCluster
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests passed: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -15,9 +16,7 @@ func TestTxIsRolledBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := dbtest.Tx(t)
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status)
-		VALUES ('p', 'isolated', 't', 'ignored')`)
-	require.NoError(t, err)
+	testfactory.Claim(ctx, t, tx, &testfactory.ClaimOpts{EventID: "isolated"})
 
 	other := dbtest.Tx(t)
 	var n int
@@ -30,9 +29,7 @@ func TestNewDBIsMigratedAndOwn(t *testing.T) {
 	ctx := context.Background()
 	a, b := dbtest.NewDB(t), dbtest.NewDB(t)
 	require.NotEqual(t, a.Name, b.Name)
-	_, err := a.Pool.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status)
-		VALUES ('p', 'e', 't', 'ignored')`)
-	require.NoError(t, err)
+	testfactory.Claim(ctx, t, a.Pool, nil)
 	var n int
 	require.NoError(t, b.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_claims`).Scan(&n))
 	require.Zero(t, n)

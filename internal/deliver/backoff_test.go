@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,32 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 )
+
+func TestNthInterval(t *testing.T) {
+	t.Parallel()
+	// The intervals cenkalti's ExponentialBackOff steps through with the
+	// same parameters and no jitter.
+	for _, tt := range []struct{ initial, max time.Duration }{
+		{100 * time.Millisecond, time.Second},
+		{time.Second, 30 * time.Second},
+		{time.Second, time.Second},
+		{3 * time.Second, time.Hour},
+	} {
+		eb := backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(tt.initial),
+			backoff.WithMultiplier(backoffMultiplier),
+			backoff.WithRandomizationFactor(0),
+			backoff.WithMaxInterval(tt.max),
+			backoff.WithMaxElapsedTime(0),
+		)
+		for n := 1; n <= 40; n++ {
+			require.Equal(t, eb.NextBackOff(), nthInterval(tt.initial, tt.max, n), "initial %s, max %s, n=%d", tt.initial, tt.max, n)
+		}
+	}
+	require.Equal(t, time.Hour, nthInterval(time.Second, time.Hour, 1_000_000))
+	require.Equal(t, time.Second, nthInterval(time.Second, time.Hour, 0), "n below 1 is treated as 1")
+	require.Equal(t, time.Duration(1<<62), nthInterval(1, 1<<62, 63))
+}
 
 func TestRetryDelay(t *testing.T) {
 	t.Parallel()

@@ -27,7 +27,7 @@ const endConcurrency = 2
 // commit rather than a hundred; commits, not statements, are what bound a
 // worker's rate.
 type completer struct {
-	db    DB
+	store *claim.Store
 	batch batch.Combiner[*ending, endResult]
 	wait  time.Duration // the longest an end waits for its transaction
 }
@@ -36,8 +36,8 @@ type completer struct {
 // timeout. When the database stops answering, a batch fails all its ends at
 // once, and no end waits longer than twice timeout: the batch in flight,
 // then its own. The jobs return an error, and River runs them again.
-func newCompleter(db DB, metrics *Metrics, timeout time.Duration) *completer {
-	c := &completer{db: db, wait: 2 * timeout}
+func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *completer {
+	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
 		Run: c.run, Isolate: claim.Refused, Observe: metrics.batch}
 	return c
@@ -86,12 +86,13 @@ func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs],
 // record their outcomes, commit.
 func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, error) {
 	results := make([]endResult, len(batch))
-	tx, err := c.db.Begin(ctx)
-	if err != nil {
-		return results, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	err := c.store.Transact(ctx, func(st *claim.Store) error { return c.runIn(ctx, st, batch, results) })
+	return results, err
+}
 
+// runIn does the work of run in st's transaction, filling in results.
+func (c *completer) runIn(ctx context.Context, st *claim.Store, batch []*ending, results []endResult) error {
+	tx := st.Tx()
 	order := make([]int, len(batch))
 	for i := range order {
 		order[i] = i
@@ -108,8 +109,8 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 	for j, i := range order {
 		keys[j] = batch[i].attempt.Key
 	}
-	if err := claim.LockClaims(ctx, tx, keys...); err != nil {
-		return results, err
+	if err := st.LockClaims(ctx, keys...); err != nil {
+		return err
 	}
 
 	// River's fence. JobCompleteTx completes whatever job row is running,
@@ -122,7 +123,7 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 	}
 	live, err := claim.LockRunningJobs(ctx, tx, ids, attempts)
 	if err != nil {
-		return results, err
+		return err
 	}
 
 	var record []claim.Attempt
@@ -141,12 +142,12 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 	// What river.JobCompleteTx does, for the batch in one statement (see
 	// claim.CompleteJobs on why not the public call per job).
 	if err := claim.CompleteJobs(ctx, tx, complete); err != nil {
-		return results, err
+		return err
 	}
 	if len(record) > 0 {
-		recorded, err := claim.RecordAttempts(ctx, tx, record)
+		recorded, err := st.RecordAttempts(ctx, record)
 		if err != nil {
-			return results, err
+			return err
 		}
 		for j, i := range recordIdx {
 			results[i] = settled
@@ -155,8 +156,5 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 			}
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return results, err
-	}
-	return results, nil
+	return nil
 }

@@ -17,12 +17,13 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // gatedDB holds the first transaction's Begin until the gate opens, and
 // counts transactions.
 type gatedDB struct {
-	DB
+	claim.DB
 	gate   chan struct{}
 	begins atomic.Int32
 }
@@ -59,23 +60,17 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	keys = append(keys, claim.Key{Provider: "p", EventID: "evt_fan", Route: "r"}, claim.Key{Provider: "p", EventID: "evt_fan", Route: "s"})
 
 	// Every job is running its first attempt, as River would have it.
-	_, err = db.Pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()`)
-	require.NoError(t, err)
+	running := &testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()}
 	jobs := make([]*river.Job[claim.DeliveryArgs], len(keys))
 	for i, k := range keys {
-		var id int64
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT id FROM river_job WHERE args->>'event_id' = $1 AND args->>'route' = $2`,
-			k.EventID, k.Route).Scan(&id))
+		id := testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{Delivery: k}, running)[0]
 		row, err := client.JobGet(ctx, id)
 		require.NoError(t, err)
 		jobs[i] = &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs(k)}
 	}
 	const rescuedIdx, settledIdx = 2, 4
-	_, err = db.Pool.Exec(ctx, `UPDATE river_job SET attempt = 2 WHERE id = $1`, jobs[rescuedIdx].ID)
-	require.NoError(t, err)
-	_, err = db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = 'by an operator' WHERE event_id = $1`,
-		keys[settledIdx].EventID)
-	require.NoError(t, err)
+	testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{ID: jobs[rescuedIdx].ID}, &testfactory.JobOpts{Attempt: 2})
+	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.Failed, LastError: "by an operator"})
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
 	c := newCompleter(gdb, nil, recordTimeout)
@@ -133,7 +128,7 @@ WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.
 }
 
 // panickyDB panics when a transaction begins.
-type panickyDB struct{ DB }
+type panickyDB struct{ claim.DB }
 
 func (panickyDB) Begin(context.Context) (pgx.Tx, error) { panic("boom") }
 

@@ -20,12 +20,12 @@ const loadTimeout = 10 * time.Second
 // in bursts (a fetch of up to worker.concurrency at a time), so their loads
 // share queries (see batch.Combiner) instead of queueing for connections one by one.
 type loader struct {
-	db    DB
+	store *claim.Store
 	batch batch.Combiner[claim.Key, *claim.Delivery]
 }
 
-func newLoader(db DB) *loader {
-	l := &loader{db: db}
+func newLoader(db claim.DB) *loader {
+	l := &loader{store: claim.NewStore(db, nil, nil)}
 	l.batch = batch.Combiner[claim.Key, *claim.Delivery]{Max: loadBatch, Timeout: loadTimeout, Run: l.run,
 		Isolate: claim.Refused}
 	return l
@@ -45,5 +45,5 @@ func (l *loader) load(ctx context.Context, k claim.Key) (claim.Delivery, error) 
 }
 
 func (l *loader) run(ctx context.Context, keys []claim.Key) ([]*claim.Delivery, error) {
-	return claim.LoadDeliveries(ctx, l.db, keys)
+	return l.store.LoadDeliveries(ctx, keys)
 }

@@ -10,25 +10,28 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
-// Outcomes counted by hookgate_deliveries_total, one per job run.
+// runResult is how one delivery job run ended, as the outcome label of
+// hookgate_deliveries_total counts it.
+type runResult string
+
 const (
-	// OutcomeCompleted: the downstream answered 2xx and the delivery is completed.
-	OutcomeCompleted = "completed"
-	// OutcomeRetry: the attempt failed and another will follow.
-	OutcomeRetry = "retry"
-	// OutcomeFailed: the delivery failed for good (rejected, attempts
+	// runCompleted: the downstream answered 2xx and the delivery is completed.
+	runCompleted runResult = "completed"
+	// runRetry: the attempt failed and another will follow.
+	runRetry runResult = "retry"
+	// runFailed: the delivery failed for good (rejected, attempts
 	// exhausted, route gone, payload gone).
-	OutcomeFailed = "failed"
-	// OutcomeSkipped: the job ended without a call because its delivery was
+	runFailed runResult = "failed"
+	// runSkipped: the job ended without a call because its delivery was
 	// no longer processing or no longer exists.
-	OutcomeSkipped = "skipped"
+	runSkipped runResult = "skipped"
 )
 
-var outcomes = []string{OutcomeCompleted, OutcomeRetry, OutcomeFailed, OutcomeSkipped}
+var runResults = []runResult{runCompleted, runRetry, runFailed, runSkipped}
 
 // Metrics are the worker's delivery metrics. Labels are bounded: routes come
-// from the config (or from jobs enqueued under an older one), outcomes from
-// a fixed set. A nil *Metrics records nothing.
+// from the config (or from jobs enqueued under an older one), run results
+// from a fixed set. A nil *Metrics records nothing.
 type Metrics struct {
 	deliveries        *prometheus.CounterVec
 	attemptDuration   *prometheus.HistogramVec
@@ -62,16 +65,17 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 	}
 	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion, m.endBatch)
 	for _, r := range routes {
-		for _, o := range outcomes {
-			m.deliveries.WithLabelValues(r, o)
+		for _, res := range runResults {
+			m.deliveries.WithLabelValues(r, string(res))
 		}
 	}
 	return m
 }
 
-func (m *Metrics) outcome(route, outcome string) {
+// countRun counts one job run of route that ended as res.
+func (m *Metrics) countRun(route string, res runResult) {
 	if m != nil {
-		m.deliveries.WithLabelValues(route, outcome).Inc()
+		m.deliveries.WithLabelValues(route, string(res)).Inc()
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -31,7 +30,7 @@ func (ReconcileArgs) Kind() string { return ReconcileKind }
 type Reconciler struct {
 	river.WorkerDefaults[ReconcileArgs]
 
-	pool        *pgxpool.Pool
+	db          claim.DB
 	maxAttempts func(route string) int
 	interval    time.Duration
 	timeout     time.Duration
@@ -43,8 +42,8 @@ type Reconciler struct {
 // never races the ingest or retry that is about to give it a job. maxAttempts
 // gives the max_attempts of requeued jobs; timeout bounds one run and must
 // not exceed worker.rescue_after.
-func NewReconciler(pool *pgxpool.Pool, maxAttempts func(route string) int, interval, timeout time.Duration, logger *slog.Logger) *Reconciler {
-	return &Reconciler{pool: pool, maxAttempts: maxAttempts, interval: interval, timeout: timeout, logger: logger}
+func NewReconciler(db claim.DB, maxAttempts func(route string) int, interval, timeout time.Duration, logger *slog.Logger) *Reconciler {
+	return &Reconciler{db: db, maxAttempts: maxAttempts, interval: interval, timeout: timeout, logger: logger}
 }
 
 // PeriodicJob schedules the reconciler every interval, and once at start.
@@ -68,7 +67,7 @@ func (r *Reconciler) Work(ctx context.Context, _ *river.Job[ReconcileArgs]) erro
 	if err != nil {
 		return fmt.Errorf("reconciling: %w", err)
 	}
-	res, err := claim.NewStore(r.pool, client, r.maxAttempts).Reconcile(ctx, r.interval, reconcileBatch)
+	res, err := claim.NewStore(r.db, client, r.maxAttempts).Reconcile(ctx, r.interval, reconcileBatch)
 	level := slog.LevelDebug
 	if res.Requeued+res.Failed > 0 {
 		level = slog.LevelWarn

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -45,13 +44,6 @@ const (
 // resultBytes bounds the answer a route's result program reads.
 const resultBytes = 64 << 10
 
-// DB is where the worker reads deliveries and begins its transactions: the
-// pool in production, a test's transaction under rivertest.
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	claim.Querier
-}
-
 // Options configure a Worker.
 type Options struct {
 	// Config gives each delivery's route: URL, timeout, backoff.
@@ -62,8 +54,9 @@ type Options struct {
 	// SecretHeaders holds the values of each route's secret_headers
 	// (config.Secrets.Headers).
 	SecretHeaders map[string]map[string]string
-	// DB is the database; see DB.
-	DB DB
+	// DB is where the worker reads deliveries and records attempts: the
+	// pool in production, a test's transaction under rivertest.
+	DB claim.DB
 	// HTTPClient makes every route's downstream calls. It must not follow
 	// redirects. Default: one client per route (see routeClient), so that
 	// each route keeps its own connections and TLS settings.
@@ -116,7 +109,7 @@ type Worker struct {
 	routes  *route.Table
 	clients map[string]*http.Client
 	signers map[string]*standardwebhooks.Webhook
-	db      DB
+	store   *claim.Store
 	loads   *loader
 	ends    *completer
 	logger  *slog.Logger
@@ -144,7 +137,7 @@ func NewWorker(o Options) (*Worker, error) {
 		routes:  routes,
 		clients: map[string]*http.Client{},
 		signers: map[string]*standardwebhooks.Webhook{},
-		db:      o.DB,
+		store:   claim.NewStore(o.DB, nil, nil), // it never enqueues
 		loads:   newLoader(o.DB),
 		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
 		logger:  o.Logger,
@@ -256,7 +249,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
-		w.metrics.outcome(k.Route, OutcomeSkipped)
+		w.metrics.countRun(k.Route, runSkipped)
 		log.Warn("delivery no longer exists; job ends without a call")
 		return nil
 	}
@@ -266,17 +259,17 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if d.Status != claim.DeliveryProcessing {
 		// Completed by an earlier run whose job was rescued, or settled by an
 		// operator: the downstream already had its chance.
-		w.metrics.outcome(k.Route, OutcomeSkipped)
+		w.metrics.countRun(k.Route, runSkipped)
 		log.Info("delivery is already " + string(d.Status) + "; job ends without a call")
 		return nil
 	}
 	r, ok := w.routes.Route(k.Route)
 	if !ok {
-		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+		return w.end(ctx, job, log, d, callResult{verdict: rejected,
 			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
 	}
 	if d.Payload == nil {
-		return w.end(ctx, job, log, d, outcome{verdict: rejected,
+		return w.end(ctx, job, log, d, callResult{verdict: rejected,
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
@@ -303,22 +296,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 }
 
 // call makes the one downstream request of this run and classifies its answer.
-func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) outcome {
+func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) callResult {
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
-			o := errorOutcome(err, timeout) // cut short before the call
+			o := classifyError(err, timeout) // cut short before the call
 			o.unsent = true
 			return o
 		}
-		return outcome{verdict: rejected, reason: bound(err.Error()), unsent: true}
+		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
 	resp, err := w.clients[r.Name].Do(req)
 	if err != nil {
-		return errorOutcome(err, timeout)
+		return classifyError(err, timeout)
 	}
 	defer resp.Body.Close()
 	if r.HasResult() && classifyStatus(resp.StatusCode) == delivered {
@@ -326,14 +319,14 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return responseOutcome(resp.StatusCode, resp.Header, head, w.now())
+	return classifyResponse(resp.StatusCode, resp.Header, head, w.now())
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's
 // result program. A result that cannot be computed leaves the outcome
 // delivered, with resultErr saying why.
-func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) outcome {
-	o := outcome{verdict: delivered, status: resp.StatusCode}
+func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) callResult {
+	o := callResult{verdict: delivered, status: resp.StatusCode}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, resultBytes+1))
 	switch {
 	case err != nil:
@@ -405,7 +398,7 @@ func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, 
 // the job, in one transaction (shared with other jobs ending at the same
 // moment; see completer). attempted says whether a call was made.
 func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o outcome, attempted bool,
+	d claim.Delivery, o callResult, attempted bool,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	// The job ends: its attempt numbers are spent.
@@ -418,15 +411,15 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 	case failedToRecord:
 		return err
 	case settled:
-		w.metrics.outcome(k.Route, OutcomeSkipped)
-		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("outcome", o.verdict.String()))
+		w.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("verdict", o.verdict.String()))
 		return nil
 	case rescued:
 		log.Warn("job was rescued during this run; the rescued run will record the outcome")
 		return nil
 	}
 	if res.Status == claim.DeliveryCompleted {
-		w.metrics.outcome(k.Route, OutcomeCompleted)
+		w.metrics.countRun(k.Route, runCompleted)
 		w.metrics.completed(time.Since(d.ClaimFirstSeen))
 		if o.resultErr != nil {
 			log.Warn("delivered; the route's result could not be computed and none is recorded",
@@ -435,7 +428,7 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 		log.Info("delivered")
 		return nil
 	}
-	w.metrics.outcome(k.Route, OutcomeFailed)
+	w.metrics.countRun(k.Route, runFailed)
 	log.Error("delivery failed", slog.String("reason", o.reason))
 	return nil
 }
@@ -443,13 +436,13 @@ func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], lo
 // retry records a failed attempt that another will follow, and returns the
 // error that makes River schedule it.
 func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o outcome,
+	d claim.Delivery, o callResult,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	err := w.record(ctx, k, o.reason, 0)
 	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
-		w.metrics.outcome(k.Route, OutcomeSkipped)
-		log.Warn("delivery was settled elsewhere during this run", slog.String("outcome", o.verdict.String()))
+		w.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run", slog.String("verdict", o.verdict.String()))
 		return nil
 	}
 	if err != nil {
@@ -459,7 +452,7 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 	if o.retryAfter > 0 {
 		w.putHint(job.ID, o.retryAfter)
 	}
-	w.metrics.outcome(k.Route, OutcomeRetry)
+	w.metrics.countRun(k.Route, runRetry)
 	log.Warn("attempt failed; will retry", slog.String("reason", o.reason),
 		slog.Int("job_attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts))
 	return &retryError{reason: o.reason, retryAfter: o.retryAfter}
@@ -472,7 +465,7 @@ func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], 
 // attempt's number back, so the record moves attempt_base on by one in its
 // place. When the record fails, a plain error is returned instead: River
 // keeps the attempt (and its number) used, and retries.
-func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o outcome) error {
+func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o callResult) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	if o.unsent {
 		// Stopped while shaping the body: nothing reached the downstream,
@@ -493,7 +486,5 @@ func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Deli
 func (w *Worker) record(ctx context.Context, k claim.Key, reason string, spent int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		return claim.RecordAttempt(ctx, tx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
-	})
+	return w.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 }

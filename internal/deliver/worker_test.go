@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
@@ -21,6 +22,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -63,11 +65,13 @@ func status(code int) func(int, *http.Request) int {
 	return func(int, *http.Request) int { return code }
 }
 
-// bundle is what the worker tests need: a database of their own holding
-// committed claims, a store, a River client to find jobs with, and a
-// downstream.
+// bundle is what the worker tests need: where the claims live, a store, a
+// River client to find jobs with, and a downstream.
 type bundle struct {
-	db     *dbtest.DB
+	// exec is a transaction rolled back when the test ends (setup), or the
+	// pool of a database of the test's own (setupDB).
+	exec   claim.DB
+	db     *dbtest.DB // setupDB only
 	cfg    *config.Config
 	store  *claim.Store
 	client *river.Client[pgx.Tx]
@@ -75,10 +79,23 @@ type bundle struct {
 }
 
 // setup configures routes ship (3 attempts) and mail (1 attempt), both
-// pointing at a downstream answering with respond.
+// pointing at a downstream answering with respond, over a rolled-back
+// transaction.
 func setup(t *testing.T, respond func(n int, r *http.Request) int) bundle {
 	t.Helper()
+	return newBundle(t, dbtest.Tx(t), nil, respond)
+}
+
+// setupDB is setup over a database of the test's own, for tests that
+// commit from several connections.
+func setupDB(t *testing.T, respond func(n int, r *http.Request) int) bundle {
+	t.Helper()
 	db := dbtest.NewDB(t)
+	return newBundle(t, db.Pool, db, respond)
+}
+
+func newBundle(t *testing.T, exec claim.DB, db *dbtest.DB, respond func(n int, r *http.Request) int) bundle {
+	t.Helper()
 	down := newDownstream(t, respond)
 	route := func(name string, attempts int) config.Route {
 		return config.Route{
@@ -91,13 +108,18 @@ func setup(t *testing.T, respond func(n int, r *http.Request) int) bundle {
 		Worker: config.Worker{Concurrency: 4, RescueAfter: config.Duration(time.Minute)},
 		Routes: []config.Route{route("ship", 3), route("mail", 1)},
 	}
-	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	// Over a transaction, the client is used only in it.
+	var pool *pgxpool.Pool
+	if db != nil {
+		pool = db.Pool
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, client, func(r string) int {
+	store := claim.NewStore(exec, client, func(r string) int {
 		rt, _ := cfg.Route(r)
 		return rt.MaxAttempts
 	})
-	return bundle{db: db, cfg: cfg, store: store, client: client, down: down}
+	return bundle{exec: exec, db: db, cfg: cfg, store: store, client: client, down: down}
 }
 
 // claimed commits a claim of stripe event id fanned out to routes.
@@ -106,14 +128,15 @@ func (b bundle) claimed(t *testing.T, id string, routes ...string) {
 	res, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"` + id + `"}`)}, routes, true)
 	require.NoError(t, err)
-	require.Equal(t, claim.Claimed, res.Outcome)
+	require.Equal(t, claim.Claimed, res.Decision)
 }
 
-// begin returns a transaction rolled back when t ends, for the worker to
-// work in, and a worker whose database is that transaction.
+// begin returns a transaction rolled back when t ends (a savepoint of
+// setup's), for the worker to work in, and a worker whose database is that
+// transaction.
 func (b bundle) begin(t *testing.T) (pgx.Tx, *deliver.Worker) {
 	t.Helper()
-	tx, err := b.db.Pool.Begin(t.Context())
+	tx, err := b.exec.Begin(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
@@ -143,14 +166,14 @@ func work(t *testing.T, tx pgx.Tx, w *deliver.Worker, job *rivertype.JobRow) (*r
 	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).WorkJob(t.Context(), t, tx, job)
 }
 
-func delivery(t *testing.T, q claim.Querier, id, route string) claim.Delivery {
+func delivery(t *testing.T, db claim.DB, id, route string) claim.Delivery {
 	t.Helper()
-	d, err := claim.LoadDelivery(t.Context(), q, claim.Key{Provider: "stripe", EventID: id, Route: route})
+	d, err := claim.NewStore(db, nil, nil).LoadDelivery(t.Context(), claim.Key{Provider: "stripe", EventID: id, Route: route})
 	require.NoError(t, err)
 	return d
 }
 
-func claimStatus(t *testing.T, q claim.Querier, id string) claim.Status {
+func claimStatus(t *testing.T, q claim.DB, id string) claim.Status {
 	t.Helper()
 	var s claim.Status
 	require.NoError(t, q.QueryRow(t.Context(),
@@ -190,10 +213,8 @@ func TestWork(t *testing.T) {
 		b.claimed(t, "evt_done", "ship")
 		// An earlier run completed the delivery, but its job lived on (it
 		// was rescued and retried, say).
-		require.NoError(t, pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
-			return claim.RecordAttempt(t.Context(), tx, claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
-				claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true})
-		}))
+		require.NoError(t, b.store.RecordAttempt(t.Context(), claim.Key{Provider: "stripe", EventID: "evt_done", Route: "ship"},
+			claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}))
 		tx, w := b.begin(t)
 
 		res, err := work(t, tx, w, b.job(t, tx, "evt_done", "ship"))
@@ -278,29 +299,26 @@ func TestWorkAfterRescue(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		rescue string // what happens to the job during the call
+		rescue *testfactory.JobOpts // what happens to the job during the call
 		state  rivertype.JobState
 	}{
-		{"RescuedJobIsLeftToItsNextRun", `state = 'retryable', scheduled_at = now() + interval '1 hour'`, rivertype.JobStateRetryable},
-		{"RescuedJobAlreadyRunningAgainIsNotCompletedByTheOldRun", `state = 'running', attempt = 2, attempted_at = now()`, rivertype.JobStateRunning},
+		{"RescuedJobIsLeftToItsNextRun", &testfactory.JobOpts{State: rivertype.JobStateRetryable, ScheduledAt: testfactory.Ago(-time.Hour)}, rivertype.JobStateRetryable},
+		{"RescuedJobAlreadyRunningAgainIsNotCompletedByTheOldRun", &testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 2, AttemptedAt: testfactory.Now()}, rivertype.JobStateRunning},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var jobID int64
 			var b bundle
-			b = setup(t, func(int, *http.Request) int {
+			b = setupDB(t, func(int, *http.Request) int {
 				// The rescuer, as River runs it, from another connection.
-				_, err := b.db.Pool.Exec(context.Background(), `UPDATE river_job SET `+tt.rescue+` WHERE id = $1`, jobID)
-				if err != nil {
-					return http.StatusTeapot
-				}
+				testfactory.SetJobs(context.Background(), t, b.db.Pool, testfactory.JobWhere{ID: jobID}, tt.rescue)
 				return http.StatusOK
 			})
 			b.claimed(t, "evt_rescued", "ship")
 			ctx := t.Context()
 			var err error
-			require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-				WHERE kind = $1 RETURNING id`, claim.DeliveryKind).Scan(&jobID))
+			jobID = testfactory.SetJobs(ctx, t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: "evt_rescued"}},
+				&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})[0]
 			row, err := b.client.JobGet(ctx, jobID)
 			require.NoError(t, err)
 			w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})
@@ -325,7 +343,7 @@ func TestWorkAfterRescue(t *testing.T) {
 // committed outcome (under the claim row's lock) and completes the claim.
 func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 	t.Parallel()
-	b := setup(t, status(http.StatusOK))
+	b := setupDB(t, status(http.StatusOK))
 	b.claimed(t, "evt_fan", "ship", "mail")
 
 	t.Run("Deliveries", func(t *testing.T) {
@@ -359,7 +377,7 @@ func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 // reopen's new job continues after the numbers of the job before it.
 func TestHookgateAttemptNeverRepeats(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(n int, _ *http.Request) int {
+	b := setupDB(t, func(n int, _ *http.Request) int {
 		if n == 1 {
 			return http.StatusUnprocessableEntity // fails the delivery at once
 		}

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // settle is how long a test waits for a delivery that needs no retry.
@@ -93,9 +95,10 @@ func TestWorkerDownWhenEventIsClaimed(t *testing.T) {
 // TestWorkerKilledAfterTheSideEffect kills the worker while the downstream,
 // having performed the effect, holds its answer. River rescues the job after
 // rescue_after; the retry carries the same key and the downstream dedupes it.
-// The rescue needs the new worker to become River's leader, which waits out
-// the dead one's leadership (about 15s). The retry carries the next
-// Hookgate-Attempt: River counted the crashed attempt when it fetched the job.
+// The rescue needs the new worker to become River's leader: rather than wait
+// out the dead one's term (about 15s), the test ends it, as its expiry would.
+// The retry carries the next Hookgate-Attempt: River counted the crashed
+// attempt when it fetched the job.
 func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "ship", events: []string{"*"}, timeout: 2 * time.Second}},
@@ -128,6 +131,15 @@ func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.Processing, c.Status, "nothing recorded by the killed worker")
 
+	// The new leader's rescuer looks once at start, then every 30s: start
+	// it once the job has run for longer than rescue_after.
+	require.Eventually(t, func() bool {
+		var stuck bool
+		err := s.db.Pool.QueryRow(t.Context(), `SELECT attempted_at < now() - interval '4 seconds' FROM river_job
+WHERE args->>'event_id' = $1 AND state = 'running'`, e.id).Scan(&stuck)
+		return err == nil && stuck
+	}, settle, 50*time.Millisecond)
+	testfactory.ExpireLeader(t.Context(), t, s.db.Pool)
 	s.worker()
 	c, ds := s.waitStatus(e.id, claim.Completed, 90*time.Second)
 	calls := s.down.callsFor(key(e.id, "ship"))
@@ -363,17 +375,12 @@ func TestSeveralWorkers(t *testing.T) {
 	}
 	wg.Wait()
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var done int
-		require.NoError(t, s.db.Pool.QueryRow(t.Context(),
+		require.NoError(c, s.db.Pool.QueryRow(t.Context(),
 			`SELECT count(*) FROM webhook_event_claims WHERE status = 'completed'`).Scan(&done))
-		if done == events {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "%d of %d claims completed", done, events)
-		time.Sleep(50 * time.Millisecond)
-	}
+		require.Equal(c, events, done, "claims completed")
+	}, 60*time.Second, 50*time.Millisecond)
 	for i := range events {
 		k := key(fmt.Sprintf("evt_%03d", i), "ship")
 		require.Len(t, s.down.callsFor(k), 1, "event %d delivered more than once", i)
@@ -449,9 +456,8 @@ func TestReconcilerRequeuesDeliveriesWithoutAJob(t *testing.T) {
 	ingest := s.ingest()
 	e := event{id: "evt_orphan", typ: "order.paid"}
 	s.claimed(ingest, e)
-	tag, err := s.db.Pool.Exec(t.Context(), `DELETE FROM river_job WHERE args ->> 'event_id' = $1`, e.id)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	gone := testfactory.DeleteJobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: e.id}})
+	require.Len(t, gone, 1)
 
 	w := s.worker()
 	s.waitStatus(e.id, claim.Completed, settle)

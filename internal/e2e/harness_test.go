@@ -22,6 +22,7 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -41,26 +42,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	for name, dst := range map[string]*string{"ingest": &bins.ingest, "worker": &bins.worker} {
-		path, err := build(dir, name)
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			os.Exit(1)
-		}
-		*dst = path
+	if err := build(dir, "ingest", "worker"); err != nil {
+		_ = os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
 	}
+	bins.ingest, bins.worker = filepath.Join(dir, "ingest"), filepath.Join(dir, "worker")
 	dbtest.Main(m, func() { _ = os.RemoveAll(dir) })
 }
 
-// build compiles cmd/name into dir.
-func build(dir, name string) (string, error) {
-	dst := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", dst, "github.com/hookgate/hookgate/cmd/"+name)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+// build compiles the commands names into dir, in one go build so that
+// they compile and link in parallel.
+func build(dir string, names ...string) error {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "github.com/hookgate/hookgate/cmd/"+n)
 	}
-	return dst, nil
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("building %v: %v\n%s", names, err, out)
+	}
+	return nil
 }
 
 // Secrets of the test provider and of signed routes: whsec_ + base64.
@@ -405,20 +406,15 @@ func (s *stack) claimed(ingest *proc, e event) {
 // with its deliveries.
 func (s *stack) waitStatus(id string, want claim.Status, timeout time.Duration) (claim.Claim, []claim.Delivery) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var c claim.Claim
 	var ds []claim.Delivery
-	var err error
-	for {
+	require.EventuallyWithT(s.t, func(t *assert.CollectT) {
+		var err error
 		c, ds, err = s.store.Get(context.Background(), provider, id)
-		if err == nil && c.Status == want {
-			return c, ds
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("claim %s/%s is not %s after %s: %+v %+v (err %v)", provider, id, want, timeout, c, ds, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		require.NoError(t, err)
+		require.Equal(t, want, c.Status, "claim %s/%s: %+v %+v", provider, id, c, ds)
+	}, timeout, 25*time.Millisecond, "claim %s/%s is not %s after %s", provider, id, want, timeout)
+	return c, ds
 }
 
 // deliveryOf returns route's delivery among ds.

@@ -49,7 +49,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		return nil
 	}
 	name := c.Param("provider")
-	outcome, eventID, err := s.ingest(c, name)
+	result, eventID, err := s.ingest(c, name)
 	status := http.StatusOK
 	if err != nil {
 		status = statusOf(err)
@@ -64,7 +64,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		// The path segment is the client's to choose, verified or not.
 		slog.String("provider", capLog(name)),
 		slog.String("event_id", eventID),
-		slog.String("result", outcome),
+		slog.String("result", result),
 		slog.Int("status", status),
 		slog.Duration("latency", time.Since(start)),
 	}
@@ -80,8 +80,8 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	return nil
 }
 
-// ingest does the work of handleWebhook and names its outcome for the log.
-func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, err error) {
+// ingest does the work of handleWebhook and names its result for the log.
+func (s *Server) ingest(c echo.Context, name string) (result, eventID string, err error) {
 	p, ok := s.providers[name]
 	if !ok {
 		return "unknown_provider", "", errUnknownProvider
@@ -142,7 +142,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 	for _, r := range res.Skipped {
 		s.metrics.businessDuplicates.WithLabelValues(r).Inc()
 	}
-	switch res.Outcome {
+	switch res.Decision {
 	case claim.Claimed, claim.ClaimedIgnored:
 		s.metrics.claims.WithLabelValues(name, p.typeLabel(ev.Type)).Inc()
 	case claim.Duplicate:
@@ -152,11 +152,11 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 	case claim.Replay:
 		s.metrics.replays.WithLabelValues(name).Inc()
 	}
-	outcome = map[claim.Outcome]string{
+	result = map[claim.Decision]string{
 		claim.Claimed: "claimed", claim.ClaimedIgnored: "ignored",
 		claim.Duplicate: "duplicate", claim.Reopened: "reopened", claim.Replay: "replay",
-	}[res.Outcome]
-	return outcome, ev.ID, c.JSON(http.StatusOK, ack{Received: true, Duplicate: res.Duplicate()})
+	}[res.Decision]
+	return result, ev.ID, c.JSON(http.StatusOK, ack{Received: true, Duplicate: res.Duplicate()})
 }
 
 // maxLogField bounds every log field taken from an unauthenticated request.

@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -84,7 +85,9 @@ VALUES ('stripe', 'evt_stuck', 'invoice.paid', 'processing', '{}', now() - inter
 	})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() { _ = client.Stop(t.Context()) })
+	// Not t.Context(): it is cancelled before cleanups run, and Stop would
+	// return without waiting for the client's goroutines.
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 
 	require.Eventually(t, func() bool { return len(logs.lines("applied retention")) == 1 }, 30*time.Second, 20*time.Millisecond)
 	line := logs.lines("applied retention")[0]

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FreeAddr returns a loopback address with a port nothing listens on now.
@@ -28,23 +30,25 @@ func FreeAddr(t testing.TB) string {
 // exited may be nil.
 func WaitHealthy(t testing.TB, url string, exited <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var exitErr error
+	exitedEarly := false
+	require.Eventually(t, func() bool {
 		select {
-		case err := <-exited:
-			t.Fatalf("%s: server exited before becoming healthy: %v", url, err)
+		case exitErr = <-exited:
+			exitedEarly = true
+			return true
 		default:
 		}
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "%s did not become healthy within 30s", url)
+	if exitedEarly {
+		t.Fatalf("%s: server exited before becoming healthy: %v", url, exitErr)
 	}
-	t.Fatalf("%s did not become healthy within 30s", url)
 }
 
 // Buffer is a bytes.Buffer safe for one writer and concurrent readers.

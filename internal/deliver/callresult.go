@@ -54,8 +54,8 @@ const maxSnippetLen = 120
 // route's backoff.max, so that absurd values cannot overflow a Duration.
 const maxRetryAfter = 365 * 24 * time.Hour
 
-// outcome is the classified result of one attempt.
-type outcome struct {
+// callResult is the classified result of one downstream call.
+type callResult struct {
 	verdict verdict
 	// status is the HTTP status, 0 when no response arrived.
 	status int
@@ -93,10 +93,10 @@ func classifyStatus(code int) verdict {
 	}
 }
 
-// responseOutcome classifies a response from its status, headers and the
+// classifyResponse classifies a response from its status, headers and the
 // first bytes of its body.
-func responseOutcome(code int, h http.Header, body []byte, now time.Time) outcome {
-	o := outcome{verdict: classifyStatus(code), status: code}
+func classifyResponse(code int, h http.Header, body []byte, now time.Time) callResult {
+	o := callResult{verdict: classifyStatus(code), status: code}
 	if o.verdict == delivered {
 		return o
 	}
@@ -117,10 +117,10 @@ func responseOutcome(code int, h http.Header, body []byte, now time.Time) outcom
 	return o
 }
 
-// errorOutcome classifies a request that got no response. Every such
+// classifyError classifies a request that got no response. Every such
 // failure is retryable: the downstream may be back on the next attempt.
-func errorOutcome(err error, timeout time.Duration) outcome {
-	return outcome{verdict: retryable, reason: bound(describe(err, timeout))}
+func classifyError(err error, timeout time.Duration) callResult {
+	return callResult{verdict: retryable, reason: bound(describe(err, timeout))}
 }
 
 // describe names a transport failure for an operator without quoting the

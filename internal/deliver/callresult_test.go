@@ -35,7 +35,7 @@ func TestClassifyStatus(t *testing.T) {
 	}
 }
 
-func TestResponseOutcome(t *testing.T) {
+func TestClassifyResponse(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	h := func(kv ...string) http.Header {
@@ -78,7 +78,7 @@ func TestResponseOutcome(t *testing.T) {
 			if hd == nil {
 				hd = http.Header{}
 			}
-			o := responseOutcome(tt.code, hd, []byte(tt.body), now)
+			o := classifyResponse(tt.code, hd, []byte(tt.body), now)
 			require.Equal(t, tt.want, o.verdict)
 			require.Equal(t, tt.code, o.status)
 			require.Equal(t, tt.reason, o.reason)
@@ -148,7 +148,7 @@ func TestDescribe(t *testing.T) {
 		require.NoError(t, err)
 		_, err = http.DefaultClient.Do(req)
 		require.Error(t, err)
-		o := errorOutcome(err, time.Second)
+		o := classifyError(err, time.Second)
 		require.Equal(t, retryable, o.verdict)
 		require.Equal(t, "connection refused", o.reason)
 	})

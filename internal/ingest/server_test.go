@@ -1,0 +1,171 @@
+package ingest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/ingest"
+)
+
+const handlerSecret = "whsec_ingest_handler_test"
+
+const testConfig = `
+ingest:
+  max_body_bytes: 1024
+  claim_timeout: 2s
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [T_STRIPE]
+routes:
+  - name: ship
+    provider: stripe
+    events: ["invoice.*"]
+    url: http://127.0.0.1:1/ship
+`
+
+type bundle struct {
+	store   *claim.Store
+	handler http.Handler
+	logs    *bytes.Buffer
+}
+
+// setup builds the server as cmd/ingest wires it, over a store in a
+// rolled-back transaction, without a listener: requests go straight to its
+// handler, one at a time.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	tx := dbtest.Tx(t)
+	return build(t, tx, tx.Conn())
+}
+
+// build builds the server over db, which ping checks for /readyz.
+func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
+	t.Helper()
+	cfg, err := config.Parse([]byte(testConfig))
+	require.NoError(t, err)
+	secrets, err := cfg.ResolveSecrets(func(k string) string { return map[string]string{"T_STRIPE": handlerSecret}[k] })
+	require.NoError(t, err)
+	jobs, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db, jobs, cfg.MaxAttempts)
+	logs := &bytes.Buffer{}
+	srv, err := ingest.New(cfg, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
+	require.NoError(t, err)
+	return &bundle{store: store, handler: srv.Handler(), logs: logs}
+}
+
+// serve sends one request to the handler and returns the status and body.
+func (b *bundle) serve(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.handler.ServeHTTP(rec, req)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), rec.Body.String())
+	require.Equal(t, "application/json", strings.Split(rec.Header().Get("Content-Type"), ";")[0])
+	return rec.Code, body
+}
+
+func stripeRequest(provider, id, secret string) *http.Request {
+	body := []byte(`{"id": "` + id + `", "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}}`)
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()})
+	req := httptest.NewRequest(http.MethodPost, "/webhooks/"+provider, bytes.NewReader(body))
+	req.Header.Set("Stripe-Signature", sp.Header)
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+func TestWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("NewEventThenDuplicate", func(t *testing.T) {
+		status, body := b.serve(t, stripeRequest("stripe", "evt_1", handlerSecret))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, map[string]any{"received": true, "duplicate": false}, body)
+		c, ds, err := b.store.Get(t.Context(), "stripe", "evt_1")
+		require.NoError(t, err)
+		require.Equal(t, claim.Processing, c.Status)
+		require.Len(t, ds, 1)
+
+		status, body = b.serve(t, stripeRequest("stripe", "evt_1", handlerSecret))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, map[string]any{"received": true, "duplicate": true}, body)
+	})
+
+	for _, tt := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		error  string
+	}{
+		{"UnknownProvider", stripeRequest("paypal", "evt_2", handlerSecret), http.StatusNotFound, "unknown provider"},
+		{"WrongSecret", stripeRequest("stripe", "evt_3", "whsec_other"), http.StatusUnauthorized, "signature does not match any configured secret"},
+		{"TooLarge", func() *http.Request {
+			r := stripeRequest("stripe", "evt_4", handlerSecret)
+			r.Body, r.ContentLength = http.NoBody, 2048
+			return r
+		}(), http.StatusRequestEntityTooLarge, "request body exceeds the configured limit"},
+		{"TooLargeChunked", func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", strings.NewReader(strings.Repeat("x", 2048)))
+			r.ContentLength = -1
+			return r
+		}(), http.StatusRequestEntityTooLarge, "request body exceeds the configured limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := b.serve(t, tt.req)
+			require.Equal(t, tt.status, status)
+			require.Equal(t, map[string]any{"error": tt.error}, body)
+		})
+	}
+
+	t.Run("RejectedRequestsClaimNothing", func(t *testing.T) {
+		claims, err := b.store.List(t.Context(), claim.Filter{})
+		require.NoError(t, err)
+		require.Len(t, claims, 1, "only evt_1")
+	})
+}
+
+// TestDatabaseDown closes the pool under the server: the claim cannot
+// commit, so the provider hears 503 and to retry, without the cause.
+func TestDatabaseDown(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	b := build(t, db.Pool, db.Pool)
+	db.Pool.Close()
+
+	status, body := b.serve(t, stripeRequest("stripe", "evt_down", handlerSecret))
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, map[string]any{"error": "event could not be recorded; retry later"}, body)
+	require.Contains(t, b.logs.String(), `"status":503`, "the cause is logged")
+
+	status, body = b.serve(t, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, map[string]any{"error": "database unreachable"}, body)
+
+	status, _ = b.serve(t, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	require.Equal(t, http.StatusOK, status, "liveness does not depend on the database")
+}
+
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	status, body := b.serve(t, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, map[string]any{"status": "ready"}, body)
+}
