@@ -14,8 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
 // verdict is what one attempt's answer means for its delivery.
@@ -146,19 +147,19 @@ func describe(err error, timeout time.Duration) string {
 		return "host unreachable"
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
-			return "DNS lookup failed: host " + clean(dnsErr.Name) + " not found"
+			return "DNS lookup failed: host " + sanitize.Line(dnsErr.Name) + " not found"
 		}
-		return "DNS lookup failed for host " + clean(dnsErr.Name)
+		return "DNS lookup failed for host " + sanitize.Line(dnsErr.Name)
 	case errors.As(err, &authErr):
 		return "TLS certificate not accepted: signed by an unknown authority (tls.ca_file names the CA to trust)"
 	case errors.As(err, &hostErr):
 		return "TLS certificate not accepted: not valid for the URL's host"
 	case errors.As(err, &certErr):
-		return "TLS certificate not accepted: " + clean(strings.TrimPrefix(certErr.Err.Error(), "x509: "))
+		return "TLS certificate not accepted: " + sanitize.Line(strings.TrimPrefix(certErr.Err.Error(), "x509: "))
 	case errors.As(err, &opErr) && opErr.Op == "remote error":
 		// An alert from the downstream's TLS stack: with TLS 1.3 a refused
 		// client certificate shows up here, on the first read.
-		return "TLS handshake failed: the downstream sent alert \"" + clean(strings.TrimPrefix(opErr.Err.Error(), "tls: ")) +
+		return "TLS handshake failed: the downstream sent alert \"" + sanitize.Line(strings.TrimPrefix(opErr.Err.Error(), "tls: ")) +
 			"\" (a client certificate it does not accept? see the route's tls.cert_file and tls.key_file)"
 	case errors.As(err, &recErr):
 		return "TLS handshake failed (is the route's URL http rather than https?)"
@@ -169,7 +170,7 @@ func describe(err error, timeout time.Duration) string {
 	if errors.As(err, &ue) {
 		err = ue.Err // url.Error's text repeats the method and the full URL
 	}
-	return "connection error: " + clean(err.Error())
+	return "connection error: " + sanitize.Line(err.Error())
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
@@ -202,47 +203,15 @@ func snippet(body []byte) string {
 	for len(body) > 0 && !utf8.Valid(body) {
 		body = body[:len(body)-1]
 	}
-	s := strings.TrimSpace(clean(string(body)))
+	s := strings.TrimSpace(sanitize.Line(string(body)))
 	if s == "" {
 		return ""
 	}
-	return truncate(s, maxSnippetLen)
-}
-
-// clean replaces control characters and invalid UTF-8 with spaces and
-// collapses runs of whitespace, leaving one printable line.
-func clean(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			if !space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = true
-			continue
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	return strings.TrimRight(b.String(), " ")
+	return sanitize.Cut(s, maxSnippetLen)
 }
 
 // bound cleans s and cuts it to maxReasonLen bytes.
-func bound(s string) string { return truncate(clean(s), maxReasonLen) }
-
-// truncate cuts s to at most n bytes on a character boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
+func bound(s string) string { return sanitize.Cut(sanitize.Line(s), maxReasonLen) }
 
 // headerValue makes s safe as an HTTP header value: a verified event type is
 // whatever the provider put in the body, and a control character in it

@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -164,17 +164,7 @@ const maxLogField = 256
 
 // capLog cuts s to maxLogField bytes, marking the cut, so that no client can
 // make one request cost more than a line of log.
-func capLog(s string) string {
-	if len(s) <= maxLogField {
-		return s
-	}
-	const mark = "…"
-	cut := maxLogField - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
+func capLog(s string) string { return sanitize.Cut(s, maxLogField) }
 
 // readBody reads r whole. A body that announces its length is read into a
 // buffer of exactly that size (at most max_body_bytes, checked before), so a

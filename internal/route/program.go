@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
 // EvalTimeout bounds one evaluation of a route's jq program: a runaway
@@ -51,11 +49,11 @@ func compile(key, src string, deterministic bool) (*program, error) {
 	}
 	q, err := gojq.Parse(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
 	}
 	code, err := gojq.Compile(q, gojq.WithVariables(config.JQVariables))
 	if err != nil {
-		return nil, fmt.Errorf("%s: does not compile as jq: %s", key, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s: does not compile as jq: %s", key, sanitize.Line(err.Error()))
 	}
 	return &program{code: code}, nil
 }
@@ -103,7 +101,7 @@ func describe(err error) string {
 	if errors.As(err, &halt) && halt.Value() == nil {
 		return "halted"
 	}
-	return truncate(oneLine(err.Error()), maxErrorLen)
+	return sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen)
 }
 
 // decode parses a JSON document as jq sees it: numbers stay json.Number, so
@@ -120,35 +118,4 @@ func decode(b []byte) (any, error) {
 		return nil, errors.New("is not one JSON value")
 	}
 	return v, nil
-}
-
-// oneLine replaces control characters and runs of spaces with one space.
-func oneLine(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			if !space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			space = true
-			continue
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	return strings.TrimRight(b.String(), " ")
-}
-
-// truncate cuts s to at most n bytes on a character boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }

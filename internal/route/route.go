@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
 // Bounds on what programs yield.
@@ -220,7 +221,7 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 	}
 	out, err := gojq.Marshal(values[0])
 	if err != nil {
-		return fail("the value is not JSON: %s", truncate(oneLine(err.Error()), maxErrorLen))
+		return fail("the value is not JSON: %s", sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen))
 	}
 	if len(out) > MaxBodyBytes {
 		return fail("the value is %d bytes of JSON, over the %d allowed", len(out), MaxBodyBytes)
@@ -257,7 +258,7 @@ func (r *Route) Result(ctx context.Context, ev Event, response []byte) ([]byte, 
 	}
 	out, err := gojq.Marshal(first)
 	if err != nil {
-		return nil, fmt.Errorf("result: the value is not JSON: %s", truncate(oneLine(err.Error()), maxErrorLen))
+		return nil, fmt.Errorf("result: the value is not JSON: %s", sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen))
 	}
 	if len(out) > MaxResultBytes {
 		return nil, fmt.Errorf("result: the value is %d bytes of JSON, over the %d allowed", len(out), MaxResultBytes)
