@@ -136,6 +136,7 @@ func (s *Server) ingest(c echo.Context, name string) (outcome, eventID string, e
 		BusinessKeys: businessKeys(routes, ev.Type, req.Header, body),
 	}, names, p.reopen)
 	if err != nil {
+		s.metrics.unavailable.WithLabelValues(name).Inc()
 		return "unavailable", ev.ID, &unavailableError{err: err}
 	}
 

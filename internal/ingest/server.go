@@ -117,12 +117,6 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 			named:     named,
 		}
 	}
-	for _, r := range cfg.Routes {
-		if len(r.BusinessKey) > 0 {
-			// A route with a business key shows 0 before its first duplicate.
-			s.metrics.businessDuplicates.WithLabelValues(r.Name)
-		}
-	}
 	s.echo = s.routes(reg)
 	return s, nil
 }
