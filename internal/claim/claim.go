@@ -86,14 +86,16 @@ func NewStore(pool *pgxpool.Pool, jobs Inserter, maxAttempts func(route string) 
 	return &Store{pool: pool, jobs: jobs, limit: maxAttempts}
 }
 
-// enqueue inserts one delivery job per route in tx.
-func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string, routes []string) error {
+// enqueue inserts one delivery job per route in tx, with meta (nil for
+// none) as the jobs' metadata.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, provider, eventID string, routes []string, meta []byte) error {
 	if len(routes) == 0 {
 		return nil
 	}
 	params := make([]river.InsertManyParams, len(routes))
 	for i, r := range routes {
 		params[i] = s.deliveryJob(provider, eventID, r)
+		params[i].InsertOpts.Metadata = meta
 	}
 	if _, err := s.jobs.InsertManyTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)

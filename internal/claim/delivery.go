@@ -322,7 +322,7 @@ WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignor
 func (s *Store) Reopen(ctx context.Context, provider, eventID string, force bool) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		n, err = s.reopenTx(ctx, tx, provider, eventID, force)
+		n, err = s.reopenTx(ctx, tx, provider, eventID, force, nil)
 		return err
 	})
 	if err != nil {
@@ -358,7 +358,9 @@ func ConflictStatus(err error) (Status, bool) {
 	return "", false
 }
 
-func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool) (int, error) {
+// reopenTx reopens the failed (with force, also completed) deliveries of a
+// claim in tx and enqueues a job for each, with meta as their metadata.
+func (s *Store) reopenTx(ctx context.Context, tx pgx.Tx, provider, eventID string, force bool, meta []byte) (int, error) {
 	allowed := []string{string(Failed)}
 	if force {
 		allowed = append(allowed, string(Completed))
@@ -408,5 +410,5 @@ UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, upda
 WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
 		return 0, fmt.Errorf("reopening claim: %w", err)
 	}
-	return len(routes), s.enqueue(ctx, tx, provider, eventID, routes)
+	return len(routes), s.enqueue(ctx, tx, provider, eventID, routes, meta)
 }

@@ -103,7 +103,7 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route, spent); err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, k.Provider, k.EventID, []string{k.Route})
+		return s.enqueue(ctx, tx, k.Provider, k.EventID, []string{k.Route}, nil)
 	})
 	return failed, err
 }

@@ -64,6 +64,7 @@ type Server struct {
 	echo      *echo.Echo
 	// inFlight holds one token per webhook request being read or claimed.
 	inFlight chan struct{}
+	tracer   tracer
 }
 
 // New builds the server. It fails when a provider's verifier cannot be
