@@ -59,9 +59,9 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		status = statusOf(err)
 	}
 	if _, known := s.providers[name]; known {
-		endRequest(span, name, eventID, outcome, status)
+		defer endRequest(span, name, eventID, outcome, status)
 	} else {
-		endRequest(span, "", "", outcome, status)
+		defer endRequest(span, "", "", outcome, status)
 	}
 	level := slog.LevelInfo
 	if status >= 500 {
