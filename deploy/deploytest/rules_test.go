@@ -100,11 +100,11 @@ type alertTest struct {
 }
 
 // TestAlertRules runs deploy/prometheus/alerts_test.yaml the way `promtool
-// test rules` does: the input series are loaded, every alerting rule is
-// evaluated at each evaluation interval from time 0 with the same PromQL
-// engine and template expander Prometheus uses, pending alerts fire once
-// their `for` has passed, and at each eval_time the firing alerts of the
-// named rule, labels and annotations, must be exactly the expected ones.
+// test rules` does: the input series are loaded, the alerting rules are
+// evaluated at each evaluation interval with the same PromQL engine and
+// template expander Prometheus uses, pending alerts fire once their `for`
+// has passed, and at each eval_time the firing alerts of the named rule,
+// labels and annotations, must be exactly the expected ones.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(rulesTestFile)
@@ -128,54 +128,46 @@ func TestAlertRules(t *testing.T) {
 			for _, s := range tg.InputSeries {
 				st.load(t, s.Series, s.Values, time.Duration(tg.Interval))
 			}
-			checks := map[time.Duration][]alertTest{}
-			var end time.Duration
+			ctx := context.Background()
+			ng := newEngine()
 			for _, at := range tg.AlertRuleTests {
 				d := time.Duration(at.EvalTime)
 				require.Zero(t, d%evalInterval, "eval_time %s is not a multiple of the evaluation interval", d)
-				checks[d] = append(checks[d], at)
-				end = max(end, d)
 				if tested[at.Alertname] == nil {
 					tested[at.Alertname] = map[bool]bool{}
 				}
 				tested[at.Alertname][len(at.ExpAlerts) > 0] = true
-			}
 
-			ctx := context.Background()
-			ng := newEngine()
-			state := make([]map[uint64]*alert, len(rules))
-			for i := range state {
-				state[i] = map[uint64]*alert{}
-			}
-			for d := time.Duration(0); d <= end; d += evalInterval {
-				ts := time.Unix(0, 0).UTC().Add(d)
-				for i, r := range rules {
-					if r.Alert != "" {
-						evalAlert(t, ctx, ng, st, r, ts, state[i])
+				var got, want []firing
+				for _, r := range rules {
+					if r.Alert != at.Alertname {
+						continue
+					}
+					// Whether an alert fires at d depends only on the
+					// evaluations of the last `for`: one active since
+					// earlier is active since d-for as far as firing goes.
+					hold := time.Duration(r.For)
+					active := map[uint64]*alert{}
+					var ts time.Time
+					for step := max(0, (d-hold)/evalInterval*evalInterval); step <= d; step += evalInterval {
+						ts = time.Unix(0, 0).UTC().Add(step)
+						evalAlert(t, ctx, ng, st, r, ts, active)
+					}
+					for _, a := range active {
+						if ts.Sub(a.activeAt) >= hold {
+							got = append(got, firing{Labels: a.labels, Annotations: a.annotations})
+						}
 					}
 				}
-				for _, at := range checks[d] {
-					var got, want []firing
-					for i, r := range rules {
-						if r.Alert != at.Alertname {
-							continue
-						}
-						for _, a := range state[i] {
-							if ts.Sub(a.activeAt) >= time.Duration(r.For) {
-								got = append(got, firing{Labels: a.labels, Annotations: a.annotations})
-							}
-						}
+				for _, e := range at.ExpAlerts {
+					l := maps.Clone(e.ExpLabels)
+					if l == nil {
+						l = map[string]string{}
 					}
-					for _, e := range at.ExpAlerts {
-						l := maps.Clone(e.ExpLabels)
-						if l == nil {
-							l = map[string]string{}
-						}
-						l[labels.AlertName] = at.Alertname
-						want = append(want, firing{Labels: l, Annotations: cmpMap(e.ExpAnnotations)})
-					}
-					require.ElementsMatch(t, want, got, "alert %s at %s", at.Alertname, d)
+					l[labels.AlertName] = at.Alertname
+					want = append(want, firing{Labels: l, Annotations: cmpMap(e.ExpAnnotations)})
 				}
+				require.ElementsMatch(t, want, got, "alert %s at %s", at.Alertname, d)
 			}
 		})
 	}
