@@ -90,7 +90,7 @@ routes:
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger:     logger,
 		Workers:    workers,
-		Queues:     map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		Queues:     deliver.Queues(cfg),
 		Middleware: tracing.RiverMiddleware(),
 		TestOnly:   true,
 	})
