@@ -51,7 +51,10 @@ func TestDeployedQueriesNameExposedMetrics(t *testing.T) {
 		})
 	}
 
-	s := newStack(t, []route{{name: "ship", events: []string{"order.paid"}}, {name: "ledger", events: []string{"*"}}})
+	s := newStack(t, []route{
+		{name: "ship", events: []string{"order.paid"}},
+		{name: "ledger", events: []string{"*"}, businessKey: []string{"json:data.id"}},
+	})
 	ingest, worker := s.ingest(), s.worker()
 	atStart := exposed(t, ingest, worker)
 	for name, in := range named {
