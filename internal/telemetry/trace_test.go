@@ -77,7 +77,8 @@ routes:
 	// Ingest, as cmd/ingest wires it.
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
-	srv, err := ingest.New(cfg, secrets, claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), db.Pool, logger, prometheus.NewRegistry())
+	claims := claim.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(tracing).Handler())
 	t.Cleanup(front.Close)
