@@ -36,6 +36,7 @@ func TestDatabaseOutage(t *testing.T) {
 	require.Equal(t, "event could not be recorded; retry later", r.body["error"], "no SQL or driver detail reaches the provider")
 	require.Equal(t, http.StatusServiceUnavailable, s.get(t, "/readyz"))
 	require.Equal(t, http.StatusOK, s.get(t, "/healthz"), "the process itself is fine")
+	require.Contains(t, s.metrics(t), `hookgate_ingest_unavailable_total{provider="stripe"} 1`)
 
 	require.NoError(t, cluster.Restart(ctx))
 	s.waitReady(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
 const usage = `ingest [--config FILE] [--listen ADDR]
@@ -86,6 +87,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	tracing, err := telemetry.New(ctx, env.Getenv, "hookgate-ingest")
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, tracing, logger)
+	srv.WithTracing(tracing)
 
 	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
 	if err != nil {
@@ -118,4 +125,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("ingest stopped")
 	return nil
+}
+
+// flushTraces exports the spans still buffered, for a few seconds at most.
+func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(fctx); err != nil {
+		logger.Warn("traces not flushed", slog.String("error", err.Error()))
+	}
 }

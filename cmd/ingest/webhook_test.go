@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/testfactory"
+	"github.com/hookgate/hookgate/internal/verify"
 )
 
 // TestContractTable walks every row of the POST /webhooks/{provider} table
@@ -275,6 +276,29 @@ func TestConcurrentCopiesClaimOnce(t *testing.T) {
 		claim.DeliveryArgs{Provider: "stripe", EventID: "evt_storm", Route: "ledger"})
 }
 
+// TestMetricsStartAtZero: before any request, every counter an alert or a
+// dashboard reads is already exposed at 0 for each configured provider and
+// known reason, so that rates and ratios over them exist from the start.
+func TestMetricsStartAtZero(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	metrics := b.metrics(t)
+	for _, p := range []string{"stripe", "github", "shop", "sw", "acme"} {
+		for _, reason := range verify.UnauthorizedReasons() {
+			require.Contains(t, metrics, fmt.Sprintf(`hookgate_signature_failures_total{provider=%q,reason=%q} 0`, p, reason))
+		}
+		require.Contains(t, metrics, fmt.Sprintf(`hookgate_duplicates_total{provider=%q} 0`, p))
+		require.Contains(t, metrics, fmt.Sprintf(`hookgate_claims_reopened_total{provider=%q} 0`, p))
+		require.Contains(t, metrics, fmt.Sprintf(`hookgate_ingest_unavailable_total{provider=%q} 0`, p))
+		require.Contains(t, metrics, fmt.Sprintf(`hookgate_replays_total{provider=%q} 0`, p))
+		require.Contains(t, metrics, fmt.Sprintf(`hookgate_claims_created_total{event_type="other",provider=%q} 0`, p))
+	}
+	// Event types a route names exactly; globs name no label value.
+	require.Contains(t, metrics, `hookgate_claims_created_total{event_type="checkout.session.completed",provider="stripe"} 0`)
+	require.Contains(t, metrics, `hookgate_claims_created_total{event_type="push",provider="github"} 0`)
+	require.NotContains(t, metrics, `event_type="invoice.*"`)
+}
+
 func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -288,12 +312,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, want, resp.StatusCode, path)
 	}
-	resp, err := client.Get(b.base + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	metrics := string(raw)
+	metrics := b.metrics(t)
 	require.Contains(t, metrics, `hookgate_claims_created_total{event_type="other",provider="stripe"} 1`, "a type no route names exactly")
 	require.Contains(t, metrics, `hookgate_duplicates_total{provider="stripe"} 1`)
 	require.Contains(t, metrics, `hookgate_signature_failures_total{provider="stripe",reason="bad_signature"} 1`)

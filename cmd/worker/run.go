@@ -22,6 +22,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
 const usage = `worker [--config FILE] [--listen ADDR]
@@ -95,6 +96,11 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	for i, r := range cfg.Routes {
 		routes[i] = r.Name
 	}
+	tracing, err := telemetry.New(ctx, env.Getenv, "hookgate-worker")
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, tracing, logger)
 	delivery, err := deliver.NewWorker(deliver.Options{
 		Config:         cfg,
 		SigningSecrets: secrets.Route,
@@ -102,6 +108,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		DB:             pool,
 		Logger:         logger,
 		Metrics:        deliver.NewMetrics(reg, routes),
+		Tracing:        tracing,
 	})
 	if err != nil {
 		return err
@@ -127,6 +134,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
 		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
+		Middleware:           tracing.RiverMiddleware(),
 
 		CompletedJobRetentionPeriod: jobRetention.Completed,
 		CancelledJobRetentionPeriod: jobRetention.Cancelled,
@@ -141,7 +149,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err
 	}
-	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger))
+	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger),
+		deliver.NewQueueCollector(deliver.OldestQueuedDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
@@ -227,5 +236,14 @@ func stopRiver(ctx context.Context, client *river.Client[pgx.Tx], timeout time.D
 	defer ccancel()
 	if err := client.StopAndCancel(cctx); err != nil {
 		logger.Error("stopping the job client", slog.String("error", err.Error()))
+	}
+}
+
+// flushTraces exports the spans still buffered, for a few seconds at most.
+func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
+	defer cancel()
+	if err := t.Shutdown(fctx); err != nil {
+		logger.Warn("traces not flushed", slog.String("error", err.Error()))
 	}
 }

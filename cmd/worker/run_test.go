@@ -84,16 +84,24 @@ func TestServe(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	// Retention runs once at start (the only worker is River's leader),
-	// and its counters are served.
+	// and its counters are served; before any delivery, the series alerts
+	// read exist, at 0.
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"msg":"applied retention"`) },
 		20*time.Second, 20*time.Millisecond, "no retention run logged:\n%s", logs.String())
 	resp, err = http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)
-	metrics, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	require.Contains(t, string(metrics), "hookgate_retention_deleted_total 0")
-	require.Contains(t, string(metrics), "hookgate_retention_payloads_cleared_total 0")
+	for _, line := range []string{
+		"hookgate_retention_deleted_total 0",
+		"hookgate_retention_payloads_cleared_total 0",
+		`hookgate_deliveries_total{outcome="failed",route="ship"} 0`,
+		`hookgate_delivery_queue_oldest_age_seconds 0`,
+		`hookgate_oldest_processing_claim_age_seconds 0`,
+	} {
+		require.Contains(t, strings.Split(string(raw), "\n"), line)
+	}
 
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
 	require.NoError(t, err)

@@ -125,14 +125,16 @@ func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
 	return s.Transact(ctx, fn)
 }
 
-// enqueue inserts one delivery job per route in s's transaction.
-func (s *Store) enqueue(ctx context.Context, provider, eventID string, routes []string) error {
+// enqueue inserts one delivery job per route in s's transaction, with meta
+// (nil for none) as the jobs' metadata.
+func (s *Store) enqueue(ctx context.Context, provider, eventID string, routes []string, meta []byte) error {
 	if len(routes) == 0 {
 		return nil
 	}
 	params := make([]river.InsertManyParams, len(routes))
 	for i, r := range routes {
 		params[i] = s.deliveryJob(provider, eventID, r)
+		params[i].InsertOpts.Metadata = meta
 	}
 	if _, err := s.jobs.InsertManyTx(ctx, s.tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)

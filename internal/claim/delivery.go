@@ -322,7 +322,7 @@ WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignor
 func (s *Store) Reopen(ctx context.Context, provider, eventID string, force bool) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx *Store) (err error) {
-		n, err = tx.reopenTx(ctx, provider, eventID, force)
+		n, err = tx.reopenTx(ctx, provider, eventID, force, nil)
 		return err
 	})
 	if err != nil {
@@ -358,8 +358,10 @@ func ConflictStatus(err error) (Status, bool) {
 	return "", false
 }
 
-// reopenTx does the work of Reopen in s's transaction.
-func (s *Store) reopenTx(ctx context.Context, provider, eventID string, force bool) (int, error) {
+// reopenTx does the work of Reopen in s's transaction: it reopens the
+// failed (with force, also completed) deliveries of a claim and enqueues a
+// job for each, with meta as their metadata.
+func (s *Store) reopenTx(ctx context.Context, provider, eventID string, force bool, meta []byte) (int, error) {
 	allowed := []string{string(Failed)}
 	if force {
 		allowed = append(allowed, string(Completed))
@@ -409,5 +411,5 @@ UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, upda
 WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
 		return 0, fmt.Errorf("reopening claim: %w", err)
 	}
-	return len(routes), s.enqueue(ctx, provider, eventID, routes)
+	return len(routes), s.enqueue(ctx, provider, eventID, routes, meta)
 }

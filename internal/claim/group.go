@@ -94,7 +94,7 @@ func (g *Group) Waiting() int { return g.batch.Waiting() }
 // there until this statement learns the field, rather than being dropped.
 func batchable(ev Event) bool {
 	bare := Event{Provider: ev.Provider, ID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID,
-		ContentType: ev.ContentType, Payload: ev.Payload}
+		ContentType: ev.ContentType, Payload: ev.Payload, JobMetadata: ev.JobMetadata}
 	return reflect.DeepEqual(ev, bare)
 }
 
@@ -207,7 +207,9 @@ func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
 			case won[j]:
 				status[j] = Status(statuses[j])
 				for _, r := range c.routes {
-					jobs = append(jobs, g.store.deliveryJob(c.ev.Provider, c.ev.ID, r))
+					job := g.store.deliveryJob(c.ev.Provider, c.ev.ID, r)
+					job.InsertOpts.Metadata = c.ev.JobMetadata
+					jobs = append(jobs, job)
 				}
 			case status[j] == "":
 				late = append(late, j)

@@ -250,3 +250,27 @@ func TestGroupBusinessKeysAlone(t *testing.T) {
 	_, ds := g.get(t, "evt_bk_2")
 	require.Equal(t, claim.DeliverySkipped, ds["ship"].Status)
 }
+
+// TestGroupJobMetadata: events claimed in one shared batch each enqueue
+// their jobs with their own metadata (the accepting request's trace
+// context), as they would claiming alone.
+func TestGroupJobMetadata(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	reqs := []*request{{ev: event("evt_m1"), routes: []string{"ship", "mail"}}, {ev: event("evt_m2"), routes: []string{"ship"}}}
+	for _, r := range reqs {
+		r.ev.JobMetadata = []byte(`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-` + map[string]string{"evt_m1": "00f067aa0ba902b7", "evt_m2": "00f067aa0ba902b8"}[r.ev.ID] + `-01"}`)
+	}
+	g.queue(t, done, reqs)
+	release()
+	done.Wait()
+	require.NoError(t, held.err)
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the two events shared one batch")
+	for _, r := range reqs {
+		require.NoError(t, r.err)
+		require.Equal(t, claim.Claimed, r.res.Decision)
+		require.Equal(t, len(r.routes), count(t, g.db.Pool, `SELECT count(*) FROM river_job
+WHERE args->>'event_id' = $1 AND metadata @> $2::jsonb`, r.ev.ID, string(r.ev.JobMetadata)), r.ev.ID)
+	}
+}

@@ -28,6 +28,10 @@ type Event struct {
 	// BusinessKeys holds the event's business key for each route it
 	// matches that has one (see BusinessKey); routes without one are absent.
 	BusinessKeys []BusinessKey
+	// JobMetadata, when set, is the JSON metadata of the jobs this event
+	// enqueues: the accepting request's trace context, so that each
+	// delivery attempt continues its trace.
+	JobMetadata []byte
 }
 
 // BusinessKey is an event's business key for one route, computed at ingest
@@ -239,7 +243,7 @@ func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen boo
 		}
 		res.Decision = Duplicate
 		if reopen {
-			n, err := tx.reopenTx(ctx, ev.Provider, ev.ID, false)
+			n, err := tx.reopenTx(ctx, ev.Provider, ev.ID, false, ev.JobMetadata)
 			var conflict *statusConflict
 			switch {
 			case err == nil:
@@ -317,5 +321,5 @@ WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, status, skipReason);
 		}
 	}
 	res.Status = status
-	return s.enqueue(ctx, ev.Provider, ev.ID, enqueue)
+	return s.enqueue(ctx, ev.Provider, ev.ID, enqueue, ev.JobMetadata)
 }

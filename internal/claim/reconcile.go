@@ -99,7 +99,7 @@ WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.Event
 WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.Route, spent); err != nil {
 			return err
 		}
-		return tx.enqueue(ctx, k.Provider, k.EventID, []string{k.Route})
+		return tx.enqueue(ctx, k.Provider, k.EventID, []string{k.Route}, nil)
 	})
 	return failed, err
 }

@@ -39,8 +39,8 @@ type Metrics struct {
 	endBatch          prometheus.Histogram
 }
 
-// NewMetrics registers the delivery metrics with reg and sets the counters of
-// routes to zero, so that rates exist before the first delivery.
+// NewMetrics registers the delivery metrics with reg and creates the series
+// of routes at zero, so that rates exist before the first delivery.
 func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,12 +64,21 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion, m.endBatch)
+	m.zero(routes)
+	return m
+}
+
+// zero creates, at 0, every series an alert or a dashboard panel reads: one
+// per configured route and outcome. A series that appeared only at its first
+// increment would hide that increment from rate(), at start and again after
+// every restart.
+func (m *Metrics) zero(routes []string) {
 	for _, r := range routes {
+		m.attemptDuration.WithLabelValues(r)
 		for _, res := range runResults {
 			m.deliveries.WithLabelValues(r, string(res))
 		}
 	}
-	return m
 }
 
 // countRun counts one job run of route that ended as res.

@@ -23,6 +23,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
 // attemptGrace is how much longer than a route's timeout River gives one job
@@ -65,6 +66,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics records outcomes and durations; nil records none.
 	Metrics *Metrics
+	// Tracing traces each attempt and its downstream request; nil or off
+	// traces nothing.
+	Tracing *telemetry.Tracing
 }
 
 // Worker is the River worker of claim.DeliveryArgs jobs. One job run is at
@@ -114,6 +118,7 @@ type Worker struct {
 	ends    *completer
 	logger  *slog.Logger
 	metrics *Metrics
+	tracer  tracer
 	now     func() time.Time
 
 	// hints carries a Retry-After from Work to NextRetry, by job ID. River
@@ -142,6 +147,7 @@ func NewWorker(o Options) (*Worker, error) {
 		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
 		logger:  o.Logger,
 		metrics: o.Metrics,
+		tracer:  newTracer(o.Tracing),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 	}
@@ -243,6 +249,13 @@ func (w *Worker) takeHint(jobID int64) time.Duration {
 // Work implements river.Worker: at most one downstream call for the
 // delivery, then its outcome recorded (see Worker).
 func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) error {
+	ctx, span := w.tracer.startAttempt(ctx, job)
+	err := w.work(ctx, job)
+	endAttempt(span, err)
+	return err
+}
+
+func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) error {
 	k := claim.Key{Provider: job.Args.Provider, EventID: job.Args.EventID, Route: job.Args.Route}
 	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
 		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
@@ -300,6 +313,14 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx, span := w.tracer.startDownstream(ctx, r.Name, r.URL)
+	o := w.send(ctx, r, d, attempt, timeout)
+	endDownstream(span, o)
+	return o
+}
+
+// send sends the request of call and classifies the answer.
+func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, attempt int, timeout time.Duration) callResult {
 	req, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
@@ -309,6 +330,7 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 		}
 		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
+	w.tracer.inject(ctx, req.Header)
 	resp, err := w.clients[r.Name].Do(req)
 	if err != nil {
 		return classifyError(err, timeout)

@@ -49,10 +49,19 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		return nil
 	}
 	name := c.Param("provider")
+	ctx, span := s.tracer.startRequest(c.Request().Context(), c.Request().Header)
+	if span != nil {
+		c.SetRequest(c.Request().WithContext(ctx))
+	}
 	result, eventID, err := s.ingest(c, name)
 	status := http.StatusOK
 	if err != nil {
 		status = statusOf(err)
+	}
+	if _, known := s.providers[name]; known {
+		defer endRequest(span, name, eventID, result, status)
+	} else {
+		defer endRequest(span, "", "", result, status)
 	}
 	level := slog.LevelInfo
 	if status >= 500 {
@@ -123,6 +132,10 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.Ingest.ClaimTimeout.D())
 	defer cancel()
+	// The jobs carry the request's trace context, not the claim's: each
+	// attempt is a child of the request that accepted the event.
+	meta := s.tracer.jobMetadata(ctx)
+	ctx, span := s.tracer.startClaim(ctx, name, ev.ID, len(names))
 	res, err := s.claims.Claim(ctx, claim.Event{
 		Provider:        name,
 		ID:              ev.ID,
@@ -134,8 +147,11 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		GuardBody:       p.guardBody,
 		// Computed only now, from verified bytes.
 		BusinessKeys: businessKeys(routes, ev.Type, req.Header, body),
+		JobMetadata:  meta,
 	}, names, p.reopen)
 	if err != nil {
+		endClaim(span, "", err)
+		s.metrics.unavailable.WithLabelValues(name).Inc()
 		return "unavailable", ev.ID, &unavailableError{err: err}
 	}
 
@@ -156,6 +172,7 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		claim.Claimed: "claimed", claim.ClaimedIgnored: "ignored",
 		claim.Duplicate: "duplicate", claim.Reopened: "reopened", claim.Replay: "replay",
 	}[res.Decision]
+	endClaim(span, result, nil)
 	return result, ev.ID, c.JSON(http.StatusOK, ack{Received: true, Duplicate: res.Duplicate()})
 }
 

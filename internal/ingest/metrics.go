@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/verify"
 )
 
 // metrics are ingest's own counters; request counts and latency come from
@@ -21,6 +23,7 @@ type metrics struct {
 	signatureFailures *prometheus.CounterVec
 	inFlight          prometheus.Gauge
 	overloaded        prometheus.Counter
+	unavailable       *prometheus.CounterVec
 	// businessDuplicates is labelled by route names from the config only.
 	businessDuplicates *prometheus.CounterVec
 	filtered           *prometheus.CounterVec
@@ -66,6 +69,10 @@ func newMetrics(reg prometheus.Registerer, cfg *config.Config) *metrics {
 			Namespace: "hookgate", Name: "signature_failures_total",
 			Help: "Requests rejected with 401, by provider and reason.",
 		}, []string{"provider", "reason"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hookgate", Name: "ingest_unavailable_total",
+			Help: "Verified requests answered 503 because the claim could not be committed.",
+		}, []string{"provider"}),
 		businessDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hookgate", Name: "business_duplicates_total",
 			Help: "Deliveries skipped because another claim holds the route's business key, by route.",
@@ -76,15 +83,47 @@ func newMetrics(reg prometheus.Registerer, cfg *config.Config) *metrics {
 		}, []string{"route", "result"}),
 	}
 	reg.MustRegister(m.claims, m.duplicates, m.reopened, m.replays, m.signatureFailures, m.inFlight, m.overloaded,
-		m.businessDuplicates, m.filtered)
-	// Route names come from the config only; start every filter's series at 0.
+		m.unavailable, m.businessDuplicates, m.filtered)
+	m.zero(cfg)
+	return m
+}
+
+// zero creates, at 0, every series an alert or a dashboard panel reads: per
+// configured provider, each known reason and each event type label (those
+// a route names exactly, and otherLabel), and per route with a business
+// key. A counter that appeared only at its first increment would hide that
+// increment from rate() and leave ratios dividing by nothing, at start and
+// again after every restart. Route names come from the config only.
+func (m *metrics) zero(cfg *config.Config) {
 	for _, r := range cfg.Routes {
+		if len(r.BusinessKey) > 0 {
+			m.businessDuplicates.WithLabelValues(r.Name)
+		}
 		if r.Filter != "" {
 			m.filtered.WithLabelValues(r.Name, filterFalse)
 			m.filtered.WithLabelValues(r.Name, filterError)
 		}
 	}
-	return m
+	for _, p := range cfg.Providers {
+		m.duplicates.WithLabelValues(p.Name)
+		m.reopened.WithLabelValues(p.Name)
+		m.replays.WithLabelValues(p.Name)
+		m.unavailable.WithLabelValues(p.Name)
+		for _, reason := range verify.UnauthorizedReasons() {
+			m.signatureFailures.WithLabelValues(p.Name, reason)
+		}
+		m.claims.WithLabelValues(p.Name, otherLabel)
+		for _, r := range cfg.Routes {
+			if r.Provider != p.Name {
+				continue
+			}
+			for _, e := range r.Events {
+				if !strings.ContainsAny(e, `*?[\`) {
+					m.claims.WithLabelValues(p.Name, e)
+				}
+			}
+		}
+	}
 }
 
 // methods are the HTTP methods counted under their own name; any other is

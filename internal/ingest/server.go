@@ -64,6 +64,7 @@ type Server struct {
 	echo      *echo.Echo
 	// inFlight holds one token per webhook request being read or claimed.
 	inFlight chan struct{}
+	tracer   tracer
 }
 
 // New builds the server. It fails when a provider's verifier cannot be
@@ -115,12 +116,6 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 			reopen:    p.OnFailedRedelivery == config.RedeliveryReopen,
 			guardBody: p.ReplayGuard == config.ReplayGuardBody,
 			named:     named,
-		}
-	}
-	for _, r := range cfg.Routes {
-		if len(r.BusinessKey) > 0 {
-			// A route with a business key shows 0 before its first duplicate.
-			s.metrics.businessDuplicates.WithLabelValues(r.Name)
 		}
 	}
 	s.echo = s.routes(reg)

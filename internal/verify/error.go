@@ -33,6 +33,15 @@ const (
 	reasonAmbiguousField     = "ambiguous_field"
 )
 
+// UnauthorizedReasons returns every Reason an ErrUnauthorized failure can
+// carry, so that a counter labelled by reason can start at zero for each.
+func UnauthorizedReasons() []string {
+	return []string{
+		reasonMissingSignature, reasonMalformedSignature, reasonBadSignature,
+		reasonMissingTimestamp, reasonMalformedTimestamp, reasonTimestampTolerance,
+	}
+}
+
 // Error is a verification failure. It carries a low-cardinality Reason for
 // metrics and a message that is safe to return to the sender and to log: it
 // never holds a secret, a computed signature, or any part of the body.
