@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -217,38 +218,217 @@ func TestGroupReopensAlone(t *testing.T) {
 	require.Equal(t, claim.Processing, c.Status)
 }
 
-// TestGroupBusinessKeysAlone: events carrying business keys, queued with
-// others, are claimed through the single-event statement, which decides
-// their keys: the second holder of a key has its delivery skipped.
-func TestGroupBusinessKeysAlone(t *testing.T) {
+// guarded returns stripe event id with the replay guard on and body.
+func guarded(id, body string) claim.Event {
+	ev := event(id)
+	ev.Payload, ev.GuardBody = []byte(body), true
+	return ev
+}
+
+// TestGroupReplayGuardInOneBatch: guarded events share the batch. Copies of
+// one body under new ids resolve to one claim and replays, within the batch
+// and against a claim committed before it; copies of one key are
+// duplicates; an unguarded event with the same body claims its own key.
+func TestGroupReplayGuardInOneBatch(t *testing.T) {
 	t.Parallel()
 	g := setupGroup(t)
+	res, err := g.store.Claim(t.Context(), guarded("evt_g_old", `{"old": 1}`), []string{"ship"}, true)
+	require.NoError(t, err)
+	require.Equal(t, claim.Claimed, res.Decision)
+
 	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	const body = `{"same": "body"}`
+	encoded := guarded("evt_g_gzip", "\x1f\x8b compressed")
+	encoded.ContentEncoding = "gzip"
+	unguarded := event("evt_open")
+	unguarded.Payload = []byte(body)
 	reqs := []*request{
-		{ev: keyed("evt_bk_1", "ship", orderKey), routes: []string{"ship"}},
-		{ev: event("evt_plain"), routes: []string{"ship"}},
+		{ev: guarded("evt_g_3", body), routes: []string{"ship"}},
+		{ev: guarded("evt_g_1", body), routes: []string{"ship"}},
+		{ev: guarded("evt_g_2", body), routes: []string{"ship"}},
+		{ev: guarded("evt_g_1", body), routes: []string{"ship"}},
+		{ev: guarded("evt_g_new", `{"old": 1}`), routes: []string{"ship"}},
+		{ev: guarded("evt_g_old", `{"old": 1}`), routes: []string{"ship"}},
+		{ev: encoded, routes: []string{"ship"}},
+		{ev: unguarded, routes: []string{"ship"}},
 	}
-	g.queue(t, done, reqs[1:])
-	done.Go(func() {
-		reqs[0].res, reqs[0].err = g.group.Claim(context.Background(), reqs[0].ev, reqs[0].routes, false)
-	})
-	require.Eventually(t, func() bool {
-		return count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys`) == 1
-	}, 10*time.Second, time.Millisecond, "the keyed event did not wait for the held batch")
+	g.queue(t, done, reqs)
 	release()
 	done.Wait()
 	require.NoError(t, held.err)
-	for _, r := range reqs {
-		require.NoError(t, r.err)
-		require.Equal(t, claim.Claimed, r.res.Decision)
-	}
-	require.Equal(t, []int{1, 1}, g.batchSizes(), "only the plain event went through a batch")
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the guarded events shared one batch")
 
-	res, err := g.group.Claim(t.Context(), keyed("evt_bk_2", "ship", orderKey), []string{"ship"}, false)
+	outcomes := map[string][]claim.Decision{}
+	var sameBody []claim.Decision
+	for _, r := range reqs {
+		require.NoError(t, r.err, r.ev.ID)
+		outcomes[r.ev.ID] = append(outcomes[r.ev.ID], r.res.Decision)
+		if string(r.ev.Payload) == body && r.ev.GuardBody {
+			sameBody = append(sameBody, r.res.Decision)
+		}
+		if r.res.Decision == claim.Replay {
+			require.True(t, r.res.Duplicate())
+			require.Equal(t, claim.Result{Decision: claim.Replay}, r.res, "a replay changes nothing")
+		}
+	}
+	// Claims go in key order, so evt_g_1 wins the body; its copy is its duplicate.
+	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate}, outcomes["evt_g_1"])
+	require.ElementsMatch(t, []claim.Decision{claim.Replay, claim.Claimed, claim.Replay, claim.Duplicate}, sameBody,
+		"one claim for the body, whichever id carries it")
+	require.Equal(t, []claim.Decision{claim.Replay}, outcomes["evt_g_new"], "the body of a committed claim")
+	require.Equal(t, []claim.Decision{claim.Duplicate}, outcomes["evt_g_old"], "the same key is a duplicate, not a replay")
+	require.Equal(t, []claim.Decision{claim.Claimed}, outcomes["evt_g_gzip"])
+	require.Equal(t, []claim.Decision{claim.Claimed}, outcomes["evt_open"], "an unguarded body takes no part")
+
+	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id IN ('evt_g_2', 'evt_g_3', 'evt_g_new')`), "a replay writes no claim")
+	require.Equal(t, 3, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id IN ('evt_g_1', 'evt_g_old', 'evt_g_gzip') AND body_hash = sha256(payload)`), "guarded claims hold their body's hash")
+	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id = 'evt_open' AND body_hash IS NULL`))
+	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id = 'evt_g_gzip' AND content_encoding = 'gzip'`), "the Content-Encoding is stored, to be forwarded")
+	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id <> 'evt_g_gzip' AND content_encoding <> ''`))
+	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM river_job`),
+		"one job per claim won: evt_g_old, evt_hold, evt_g_1, evt_g_gzip, evt_open")
+}
+
+// TestGroupBusinessKeysInOneBatch: events with business keys share the
+// batch. A key two events of the batch carry has one holder, and the
+// other's delivery is skipped naming it; a key held by a claim committed
+// before the batch is skipped naming that one; a missing key fails its
+// delivery; a claim left with nothing to run is settled.
+func TestGroupBusinessKeysInOneBatch(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	res, err := g.store.Claim(t.Context(), keyed("evt_bk_old", "ship", orderKey), []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, []string{"ship"}, res.Skipped, "the key's second holder is skipped, as Store.Claim decides")
-	_, ds := g.get(t, "evt_bk_2")
-	require.Equal(t, claim.DeliverySkipped, ds["ship"].Status)
+	require.Equal(t, claim.Claimed, res.Decision)
+
+	const shared = `["invoice.paid","in_2"]`
+	missing := event("evt_bk_missing")
+	missing.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
+	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	reqs := []*request{
+		{ev: keyed("evt_bk_b", "ship", shared), routes: []string{"ship"}},
+		{ev: keyed("evt_bk_a", "ship", shared, "mail", shared), routes: []string{"ship", "mail"}},
+		{ev: keyed("evt_bk_c", "ship", orderKey), routes: []string{"ship", "mail"}},
+		{ev: missing, routes: []string{"ship", "mail"}},
+		{ev: event("evt_plain"), routes: []string{"ship"}},
+	}
+	g.queue(t, done, reqs)
+	release()
+	done.Wait()
+	require.NoError(t, held.err)
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the keyed events shared one batch")
+	for _, r := range reqs {
+		require.NoError(t, r.err, r.ev.ID)
+	}
+
+	// One of evt_bk_a and evt_bk_b holds the shared ship key; the other is skipped.
+	var holder string
+	require.NoError(t, g.db.Pool.QueryRow(t.Context(), `SELECT event_id FROM webhook_business_keys
+WHERE route = 'ship' AND business_key = $1`, shared).Scan(&holder))
+	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys
+WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), "the mail key is evt_bk_a's alone")
+	var jobs []claim.DeliveryArgs
+	for _, r := range reqs[:2] {
+		c, ds := g.get(t, r.ev.ID)
+		if r.ev.ID == holder {
+			require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
+			require.Nil(t, r.res.Skipped)
+			continue
+		}
+		reason := "business key is held by stripe/" + holder
+		require.Equal(t, []string{"ship"}, r.res.Skipped, r.ev.ID)
+		require.Equal(t, claim.DeliverySkipped, ds["ship"].Status)
+		require.Equal(t, reason, ds["ship"].LastError, "the in-batch holder is named")
+		if r.ev.ID == "evt_bk_b" {
+			require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, r.res)
+			require.Equal(t, claim.Ignored, c.Status, "all skipped: settled as ignored")
+			require.Equal(t, reason, c.LastError)
+		} else {
+			require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, r.res)
+		}
+	}
+	jobs = append(jobs, args(holder, "ship")...)
+	jobs = append(jobs, args("evt_bk_a", "mail")...)
+
+	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, reqs[2].res)
+	_, ds := g.get(t, "evt_bk_c")
+	require.Equal(t, "business key is held by stripe/evt_bk_old", ds["ship"].LastError, "the committed holder is named")
+	jobs = append(jobs, args("evt_bk_c", "mail")...)
+
+	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, reqs[3].res)
+	c, ds := g.get(t, "evt_bk_missing")
+	require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
+	require.True(t, ds["ship"].BusinessKeyMissing)
+	require.Equal(t, "business key: json:data.object.id is missing", c.LastError)
+	jobs = append(jobs, args("evt_bk_missing", "mail")...)
+
+	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, reqs[4].res)
+	jobs = append(jobs, args("evt_plain", "ship")...)
+	jobs = append(jobs, args("evt_bk_old", "ship")...)
+	jobs = append(jobs, args("evt_hold", "ship")...)
+	g.requireJobs(t, jobs...)
+}
+
+// TestGroupLateHolders: a batch that waits on keys another transaction
+// holds, and then commits, reads what its statement's snapshot could not:
+// the body's hash is held (a replay), a business key's holder is named.
+func TestGroupLateHolders(t *testing.T) {
+	t.Parallel()
+	g := setupGroup(t)
+	ctx := t.Context()
+	const body = `{"late": "body"}`
+	tx, err := g.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, body_hash)
+VALUES ('stripe', 'evt_holder', 'invoice.paid', 'processing', $1, sha256($1))`, []byte(body))
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
+VALUES ('ship', sha256(convert_to($1, 'UTF8')), $1, 'stripe', 'evt_holder')`, orderKey)
+	require.NoError(t, err)
+
+	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	reqs := []*request{
+		{ev: keyed("evt_late_keyed", "ship", orderKey), routes: []string{"ship"}},
+		{ev: guarded("evt_late_replay", body), routes: []string{"ship"}},
+	}
+	g.queue(t, done, reqs)
+	release()
+	require.Eventually(t, func() bool {
+		return g.group.Waiting() == 0 && count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+WHERE event_id = 'evt_hold'`) == 1 && count(t, g.db.Pool, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+	}, 10*time.Second, 5*time.Millisecond, "the batch waits on the uncommitted holder")
+	require.NoError(t, tx.Commit(ctx))
+	done.Wait()
+	require.NoError(t, held.err)
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes())
+
+	require.NoError(t, reqs[0].err)
+	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, reqs[0].res)
+	c, ds := g.get(t, "evt_late_keyed")
+	require.Equal(t, "business key is held by stripe/evt_holder", ds["ship"].LastError, "the late holder is named")
+	require.Equal(t, "business key is held by stripe/evt_holder", c.LastError)
+	require.NoError(t, reqs[1].err)
+	require.Equal(t, claim.Result{Decision: claim.Replay}, reqs[1].res)
+}
+
+// TestGroupCoversEveryEventField: every field of Event is written by the
+// batched statement as by Store.Claim's. A field added to Event must be
+// taught to both (claimManySQL and claimSQL) before it is listed here.
+func TestGroupCoversEveryEventField(t *testing.T) {
+	t.Parallel()
+	var fields []string
+	for f := range reflect.TypeFor[claim.Event]().Fields() {
+		fields = append(fields, f.Name)
+	}
+	require.ElementsMatch(t, []string{"Provider", "ID", "Type", "ObjectID", "ContentType", "ContentEncoding",
+		"Payload", "GuardBody", "BusinessKeys", "JobMetadata"}, fields)
 }
 
 // TestGroupJobMetadata: events claimed in one shared batch each enqueue

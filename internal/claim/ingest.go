@@ -294,32 +294,53 @@ WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err 
 // fanOut finishes a won claim: it enqueues a job per delivery left
 // processing and, when none is (every route was skipped or missing its
 // business key), settles the claim's status in a second statement, the
-// only case that needs one: ignored when all were skipped, else failed.
+// only case that needs one (see fanOutPlan).
 func (s *Store) fanOut(ctx context.Context, ev Event, names []string, missing []*string,
 	skipped []string, skipReason *string, status Status, res *Result) error {
-	var enqueue []string
-	for i, r := range names {
-		switch {
-		case missing[i] != nil:
-			res.Unkeyed = append(res.Unkeyed, r)
-		case !slices.Contains(skipped, r):
-			enqueue = append(enqueue, r)
-		}
-	}
-	res.Decision, res.Deliveries, res.Skipped = Claimed, len(enqueue), skipped
-	switch {
-	case status == Ignored:
-		res.Decision = ClaimedIgnored
-	case len(enqueue) == 0:
-		status = Ignored
-		if len(res.Unkeyed) > 0 {
-			status = Failed
-		}
+	p := fanOutPlan(names, missing, skipped, status)
+	*res = p.res
+	if p.settle {
 		if _, err := s.db.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
-WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, status, skipReason); err != nil {
+WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, p.res.Status, skipReason); err != nil {
 			return fmt.Errorf("settling claim with no delivery to run: %w", err)
 		}
 	}
-	res.Status = status
-	return s.enqueue(ctx, ev.Provider, ev.ID, enqueue, ev.JobMetadata)
+	return s.enqueue(ctx, ev.Provider, ev.ID, p.enqueue, ev.JobMetadata)
+}
+
+// plan is what finishing a won claim takes.
+type plan struct {
+	res     Result
+	enqueue []string // the routes that get a job
+	// settle: no delivery is left to run, so the claim's status must be
+	// set to res.Status (ignored when all were skipped, else failed).
+	settle bool
+}
+
+// fanOutPlan decides a won claim's result from its routes (names, sorted),
+// their missing business keys and the routes skipped, given the status it
+// was inserted with.
+func fanOutPlan(names []string, missing []*string, skipped []string, status Status) plan {
+	var p plan
+	for i, r := range names {
+		switch {
+		case missing[i] != nil:
+			p.res.Unkeyed = append(p.res.Unkeyed, r)
+		case !slices.Contains(skipped, r):
+			p.enqueue = append(p.enqueue, r)
+		}
+	}
+	p.res.Decision, p.res.Deliveries, p.res.Skipped = Claimed, len(p.enqueue), skipped
+	switch {
+	case status == Ignored:
+		p.res.Decision = ClaimedIgnored
+	case len(p.enqueue) == 0:
+		p.settle = true
+		status = Ignored
+		if len(p.res.Unkeyed) > 0 {
+			status = Failed
+		}
+	}
+	p.res.Status = status
+	return p
 }
