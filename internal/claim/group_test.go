@@ -61,6 +61,8 @@ func (g *groupBundle) hold(t *testing.T, pool *pgxpool.Pool, id string) (held *r
 	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload)
 VALUES ('stripe', $1, 'invoice.paid', 'processing', '{}')`, id)
 	require.NoError(t, err)
+	// A test failing before it releases must not leave the pool waiting for it.
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	held = &request{ev: event(id), routes: []string{"ship"}}
 	done = &sync.WaitGroup{}
 	done.Go(func() { held.res, held.err = g.group.Claim(context.Background(), held.ev, held.routes, false) })
