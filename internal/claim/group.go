@@ -148,10 +148,10 @@ WITH input AS (
     -- The key's holder if this batch inserted it: this claim or another.
     LEFT JOIN bkeys won ON won.route = r.route AND won.key_hash = r.key_hash
     CROSS JOIN LATERAL (SELECT r.key_hash IS NOT NULL
-        AND (won.route IS NULL OR (won.provider, won.event_id) <> (r.provider, r.event_id)) AS lost) l
+        AND (won.provider IS DISTINCT FROM r.provider OR won.event_id IS DISTINCT FROM r.event_id) AS lost) l
     -- The statement's snapshot: holders committed before it began.
     LEFT JOIN webhook_business_keys held
-        ON lost AND won.route IS NULL AND held.route = r.route AND held.key_hash = r.key_hash
+        ON r.key_hash IS NOT NULL AND won.route IS NULL AND held.route = r.route AND held.key_hash = r.key_hash
     RETURNING provider, event_id, route, status, last_error
 ), skips AS (
     SELECT provider, event_id, array_agg(route ORDER BY route) AS routes, min(last_error) AS reason,
