@@ -227,6 +227,13 @@ func guarded(id, body string) claim.Event {
 	return ev
 }
 
+// keyedGuarded is guarded with a business key for route ship.
+func keyedGuarded(id, body string) claim.Event {
+	ev := guarded(id, body)
+	ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: orderKey}}
+	return ev
+}
+
 // TestGroupReplayGuardInOneBatch: guarded events share the batch. Copies of
 // one body under new ids resolve to one claim and replays, within the batch
 // and against a claim committed before it; copies of one key are
@@ -247,7 +254,7 @@ func TestGroupReplayGuardInOneBatch(t *testing.T) {
 	reqs := []*request{
 		{ev: guarded("evt_g_3", body), routes: []string{"ship"}},
 		{ev: guarded("evt_g_1", body), routes: []string{"ship"}},
-		{ev: guarded("evt_g_2", body), routes: []string{"ship"}},
+		{ev: keyedGuarded("evt_g_2", body), routes: []string{"ship"}},
 		{ev: guarded("evt_g_1", body), routes: []string{"ship"}},
 		{ev: guarded("evt_g_new", `{"old": 1}`), routes: []string{"ship"}},
 		{ev: guarded("evt_g_old", `{"old": 1}`), routes: []string{"ship"}},
@@ -288,6 +295,7 @@ WHERE event_id IN ('evt_g_2', 'evt_g_3', 'evt_g_new')`), "a replay writes no cla
 WHERE event_id IN ('evt_g_1', 'evt_g_old', 'evt_g_gzip') AND body_hash = sha256(payload)`), "guarded claims hold their body's hash")
 	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id = 'evt_open' AND body_hash IS NULL`))
+	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys`), "a replay takes no business key")
 	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id = 'evt_g_gzip' AND content_encoding = 'gzip'`), "the Content-Encoding is stored, to be forwarded")
 	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
