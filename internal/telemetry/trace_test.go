@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
@@ -97,7 +98,13 @@ routes:
 	})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() { _ = client.Stop(ctx) })
+	// t.Context() is already cancelled when cleanups run: stop with a
+	// context of its own, so that Stop waits for River's goroutines.
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, client.Stop(stopCtx))
+	})
 
 	// The provider's request, part of a trace of its own.
 	providerTrace, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
@@ -128,7 +135,8 @@ routes:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the downstream was not called")
 	}
-	// The attempt's span ends once its outcome is recorded.
+	// The attempt's span ends once its outcome is recorded, and River's own
+	// span of the job run only after Work has returned.
 	byName := func() map[string]tracetest.SpanStub {
 		out := map[string]tracetest.SpanStub{}
 		for _, s := range exporter.GetSpans() {
@@ -137,9 +145,11 @@ routes:
 		return out
 	}
 	require.Eventually(t, func() bool {
-		_, ok := byName()["hookgate.attempt"]
-		return ok
-	}, 30*time.Second, 10*time.Millisecond)
+		spans := byName()
+		_, attempted := spans["hookgate.attempt"]
+		_, ran := spans["river.work"]
+		return attempted && ran
+	}, 30*time.Second, 10*time.Millisecond, "the attempt's and River's job spans end")
 	spans := byName()
 
 	request, claimSpan, attempt, downstream := spans["POST /webhooks/:provider"], spans["hookgate.claim"], spans["hookgate.attempt"], spans["POST"]
