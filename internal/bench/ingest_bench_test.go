@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -211,24 +209,7 @@ func BenchmarkIngest(b *testing.B) {
 		return signed{body: body, header: sp.Header}
 	}
 	sign := func(id string) signed { return signAbout(id, "in_"+id) }
-	postTo := func(url string, s signed) error {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(s.body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Stripe-Signature", s.header)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
+	postTo := func(url string, s signed) error { return postStripe(client, url, s.body, s.header) }
 
 	post := func(s signed) error { return postTo(url, s) }
 	keyedURL := "http://" + ln.Addr().String() + "/webhooks/stripe-bk"

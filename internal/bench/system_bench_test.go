@@ -89,24 +89,7 @@ func BenchmarkSystem(b *testing.B) {
 	env := []string{"DATABASE_URL=" + db.URL, "BENCH_STRIPE=" + benchSecret, "HOOKGATE_LOG_LEVEL=warn"}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
-	post := func(url string, s signedEvent) error {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(s.body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Stripe-Signature", s.header)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
+	post := func(url string, s signedEvent) error { return postStripe(client, url, s.body, s.header) }
 	events := func(prefix string, k int) []signedEvent {
 		s := make([]signedEvent, k)
 		for i := range s {
