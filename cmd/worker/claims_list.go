@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -57,13 +56,7 @@ func (c *claimsListCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		for _, cl := range claims {
-			if err := enc.Encode(cl); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(env.Stdout, claims)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tEVENT ID\tEVENT TYPE\tSTATUS\tATTEMPTS\tFIRST SEEN\tLAST ERROR")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -126,13 +125,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		views[i] = routeView{RouteState: st, Concurrency: db.cfg.Routes[i].Concurrency, Backlog: st.Backlog()}
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		for _, v := range views {
-			if err := enc.Encode(v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(env.Stdout, views)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE")
