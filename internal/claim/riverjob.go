@@ -68,14 +68,14 @@ GROUP BY 1`
 // LockRunningJobs locks, in tx, the rows of the jobs among ids that are still
 // running attempt attempts[i] (River's fence: river.JobCompleteTx alone would
 // complete a job that River rescued and started again under a higher
-// attempt), and returns their ids. The caller completes only those.
+// attempt), and returns their ids. The caller completes only those. Rows
+// are locked in id order, each by its own primary-key lookup (see
+// LockClaims on why not a join). The state is tested outside the lookup,
+// which LIMIT keeps Postgres from pushing it into: River's fetching index
+// leads with the state, and when statistics lag it is chosen to serve
+// the lookup, reading every running job for each one.
 func LockRunningJobs(ctx context.Context, tx pgx.Tx, ids []int64, attempts []int32) ([]int64, error) {
-	rows, err := tx.Query(ctx, `
-SELECT j.id FROM river_job j
-JOIN unnest($1::bigint[], $2::int[]) AS v(id, attempt) ON j.id = v.id AND j.attempt = v.attempt
-WHERE j.state = 'running'
-ORDER BY j.id
-FOR UPDATE OF j`, ids, attempts)
+	rows, err := tx.Query(ctx, lockRunningJobsSQL, ids, attempts)
 	if err != nil {
 		return nil, fmt.Errorf("locking %d jobs: %w", len(ids), err)
 	}
@@ -85,6 +85,16 @@ FOR UPDATE OF j`, ids, attempts)
 	}
 	return live, nil
 }
+
+// lockRunningJobsSQL locks the jobs of ids still running attempts.
+const lockRunningJobsSQL = `
+SELECT x.id
+FROM (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, attempt) ORDER BY 1) v
+CROSS JOIN LATERAL (
+    SELECT j.id, j.state FROM river_job j
+    WHERE j.id = v.id AND j.attempt = v.attempt
+    LIMIT 1 FOR UPDATE) x
+WHERE x.state = 'running'`
 
 // CompleteJobs completes the running jobs ids in tx, in one statement: what
 // river.JobCompleteTx does for one job (without metadata updates), for all

@@ -1,0 +1,104 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// TestJobEndsFollowPrimaryKeysWhenStatisticsLag plans the statements that
+// end a batch of delivery jobs where the planner's statistics say a few
+// deliveries are processing and jobs running, while thousands are: a
+// worker catching up on a backlog that built faster than autovacuum
+// analyzes. Each must find its rows through primary keys (or ctids), never
+// by scanning a table or the processing index, which would read every
+// processing delivery for every batch.
+func TestJobEndsFollowPrimaryKeysWhenStatisticsLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	const n = 5000
+	for _, q := range []string{
+		fmt.Sprintf(`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, completed_at)
+SELECT 'stripe', 'evt_' || g, 'invoice.paid', 'completed', '{}', 'application/json', now() FROM generate_series(1, %d) g`, n),
+		fmt.Sprintf(`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
+SELECT 'stripe', 'evt_' || g, 'ship', CASE WHEN g <= 20 THEN 'processing' ELSE 'completed' END,
+       CASE WHEN g > 20 THEN now() END
+FROM generate_series(1, %d) g`, n),
+		fmt.Sprintf(`INSERT INTO river_job (args, kind, max_attempts, state, attempt, attempted_at, finalized_at)
+SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate_series(1, %d) g`, n),
+		`ANALYZE webhook_event_claims, webhook_deliveries, river_job`,
+		`UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL`,
+		`UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL`,
+		`UPDATE river_job SET state = 'running', finalized_at = NULL`,
+	} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+
+	const batch = 8
+	providers, ids, routes, statuses := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
+	counts, spent, jobs, attempts := make([]int32, batch), make([]int32, batch), make([]int64, batch), make([]int32, batch)
+	for i := range batch {
+		providers[i], ids[i], routes[i], statuses[i] = "stripe", fmt.Sprintf("evt_%d", 1000+i*400), "ship", "completed"
+		counts[i], attempts[i] = 1, 1
+	}
+	require.NoError(t, tx.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM river_job ORDER BY id DESC LIMIT $1) j`, batch).Scan(&jobs))
+	nulls := make([]*string, batch)
+	for _, s := range []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"loading deliveries", loadDeliveriesSQL, []any{providers, ids, routes}},
+		{"locking claims", lockClaimsSQL, []any{providers, ids}},
+		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
+		{"recording attempts", recordDeliveriesSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls}},
+		{"rolling claims up", rollUpSQL, []any{providers, ids, counts, nulls}},
+	} {
+		for _, scan := range planScans(t, tx, s.sql, s.args...) {
+			require.Falsef(t, scan.Type == "Seq Scan", "%s scans %s", s.name, scan.Relation)
+			if scan.Index != "" {
+				require.Truef(t, strings.HasSuffix(scan.Index, "_pkey"), "%s reads %s through %s", s.name, scan.Relation, scan.Index)
+			}
+		}
+	}
+}
+
+// scan is one node of a plan that reads a relation.
+type scan struct{ Type, Relation, Index string }
+
+// planScans returns the scans of the plan Postgres makes for sql with args.
+func planScans(t *testing.T, tx pgx.Tx, sql string, args ...any) []scan {
+	t.Helper()
+	var out []byte
+	require.NoError(t, tx.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&out))
+	type node struct {
+		Type     string `json:"Node Type"`
+		Relation string `json:"Relation Name"`
+		Index    string `json:"Index Name"`
+		Plans    []node `json:"Plans"`
+	}
+	var plans []struct{ Plan node }
+	require.NoError(t, json.Unmarshal(out, &plans))
+	var scans []scan
+	var walk func(node)
+	walk = func(n node) {
+		if n.Relation != "" || n.Index != "" {
+			scans = append(scans, scan{n.Type, n.Relation, n.Index})
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	require.NotEmpty(t, scans)
+	return scans
+}
