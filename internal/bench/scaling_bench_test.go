@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,10 +35,7 @@ func BenchmarkScaling(b *testing.B) {
 			b.Fatalf("building %s: %v\n%s", name, err, out)
 		}
 	}
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-	}))
-	defer down.Close()
+	down := newSink(b)
 	cfgPath := filepath.Join(dir, "hookgate.yaml")
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `
 worker:
@@ -111,7 +107,7 @@ routes:
 	}
 	store := claim.NewStore(db.Pool, inserter, func(string) int { return 10 })
 	workerRates := map[int]float64{}
-	for _, k := range counts {
+	for i, k := range counts {
 		prefix := fmt.Sprintf("evt_drain%d", k)
 		if _, err := hammer("accept", n, func(i int) error {
 			id := fmt.Sprintf("%s_%d", prefix, i)
@@ -127,7 +123,7 @@ routes:
 			p, _ := start("worker")
 			procs = append(procs, p)
 		}
-		waitCount(b, db.Pool, fmt.Sprintf(`SELECT count(*) FROM webhook_deliveries WHERE status = 'completed' AND event_id LIKE '%s\_%%'`, prefix), n)
+		waitDrained(b, db.Pool, down, (i+1)*n)
 		b.StopTimer()
 		workerRates[k] = spanRate(b, db.Pool, fmt.Sprintf(`SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '%s\_%%'`, prefix))
 		for _, p := range procs {

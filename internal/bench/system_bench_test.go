@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,19 +70,7 @@ func BenchmarkSystem(b *testing.B) {
 	bins := buildBinaries(b)
 	pg := postmaster(b, db.Pool)
 
-	var mu sync.Mutex
-	arrived := map[string]time.Time{}
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		now := time.Now()
-		id := r.Header.Get("Hookgate-Event-Id")
-		mu.Lock()
-		if _, ok := arrived[id]; !ok {
-			arrived[id] = now
-		}
-		mu.Unlock()
-	}))
-	defer down.Close()
+	down := newSink(b)
 	cfg := writeConfig(b, down.URL)
 	env := []string{"DATABASE_URL=" + db.URL, "BENCH_STRIPE=" + benchSecret, "HOOKGATE_LOG_LEVEL=warn"}
 
@@ -129,7 +115,7 @@ func BenchmarkSystem(b *testing.B) {
 	backlog := 4*concurrency + n + 1
 	pgW0 := pg.cpu()
 	worker := startBinary(b, bins, "worker", cfg, env)
-	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog)
+	waitDrained(b, db.Pool, down, backlog)
 	workerCPU, workerPG := cpuOf(worker.pid()), pg.cpu()-pgW0
 	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
 
@@ -150,15 +136,12 @@ func BenchmarkSystem(b *testing.B) {
 		}
 	}
 	tick.Stop()
-	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog+light)
+	waitDrained(b, db.Pool, down, backlog+light)
 	lat := phase{name: "accept -> downstream, 20 events/s"}
-	mu.Lock()
 	for i := range light {
-		lat.latencies = append(lat.latencies, arrived[fmt.Sprintf("evt_light_%d", i)].Sub(sent[i]))
+		lat.latencies = append(lat.latencies, down.arrived(fmt.Sprintf("evt_light_%d", i)).Sub(sent[i]))
 	}
-	distinct := len(arrived)
-	mu.Unlock()
-	if distinct != backlog+light {
+	if distinct := down.events(); distinct != backlog+light {
 		b.Fatalf("downstream saw %d distinct events, want %d", distinct, backlog+light)
 	}
 	ingestRSS, workerRSS := peakRSS(ingest.pid()), peakRSS(worker.pid())
@@ -177,7 +160,7 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	ingest2.stop(b)
 	w1, w2 := startBinary(b, bins, "worker", cfg, env), startBinary(b, bins, "worker", cfg, env)
-	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, backlog+light+4*concurrency+n)
+	waitDrained(b, db.Pool, down, backlog+light+4*concurrency+n)
 	drain2 := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_scaled_%'`)
 	w1.stop(b)
 	w2.stop(b)
@@ -276,7 +259,8 @@ func riverNoopDrain(b *testing.B, pool *pgxpool.Pool, n int) float64 {
 	ctx := context.Background()
 	const queue = "bench_noop"
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
+	noop := &noopWorker{}
+	river.AddWorker(workers, noop)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Workers:           workers,
 		Queues:            map[string]river.QueueConfig{queue: {MaxWorkers: workerConcurrency()}},
@@ -297,7 +281,7 @@ func riverNoopDrain(b *testing.B, pool *pgxpool.Pool, n int) float64 {
 	if err := c.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	waitCount(b, pool, `SELECT count(*) FROM river_job WHERE queue = 'bench_noop' AND state = 'completed'`, n)
+	waitJobsDone(b, pool, noop, n)
 	if err := c.Stop(ctx); err != nil {
 		b.Fatal(err)
 	}

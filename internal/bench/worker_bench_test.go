@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,9 +37,16 @@ type noopArgs struct{ N int }
 
 func (noopArgs) Kind() string { return "bench.noop" }
 
-type noopWorker struct{ river.WorkerDefaults[noopArgs] }
+// noopWorker does nothing but count its runs.
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	runs atomic.Int64
+}
 
-func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
+	w.runs.Add(1)
+	return nil
+}
 
 // BenchmarkWorker measures, on one database in one run:
 //
@@ -61,46 +66,12 @@ func BenchmarkWorker(b *testing.B) {
 	db := dbtest.NewDB(b)
 
 	// (a) River's own throughput for a no-op job.
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	noop, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
-		Workers:           workers,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workerConcurrency()}},
-		FetchCooldown:     fetchCooldown,
-		FetchPollInterval: fetchPollInterval,
-		Logger:            discardLogger(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	params := make([]river.InsertManyParams, n)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: noopArgs{N: i}}
-	}
-	if _, err := noop.InsertMany(ctx, params); err != nil {
-		b.Fatal(err)
-	}
 	b.ResetTimer()
-	if err := noop.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	waitCount(b, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'bench.noop' AND state = 'completed'`, n)
-	if err := noop.Stop(ctx); err != nil {
-		b.Fatal(err)
-	}
-	riverRate := spanRate(b, db.Pool, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river_job WHERE kind = 'bench.noop'`)
+	riverRate := riverNoopDrain(b, db.Pool, n)
 	b.StopTimer()
 
 	// (b) the worker binary draining pre-accepted events.
-	var mu sync.Mutex
-	hits := map[string]int{}
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		hits[r.Header.Get("Idempotency-Key")]++
-		mu.Unlock()
-	}))
-	defer down.Close()
+	down := newSink(b)
 	inserter, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{FetchCooldown: insertNotifyCooldown})
 	if err != nil {
 		b.Fatal(err)
@@ -118,7 +89,7 @@ func BenchmarkWorker(b *testing.B) {
 	}
 	worker := startWorker(b, db.URL, down.URL)
 	b.StartTimer()
-	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, n)
+	waitDrained(b, db.Pool, down, n)
 	b.StopTimer()
 	// Where a delivery job's time goes: running is Work (load, call,
 	// batched completion) plus River's own completion of the job.
@@ -130,10 +101,7 @@ FROM river_job`).Scan(&running, &noopRunning); err != nil {
 		b.Fatal(err)
 	}
 	hookgateRate := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE route = 'sink'`)
-	mu.Lock()
-	effects := len(hits)
-	mu.Unlock()
-	if effects != n {
+	if effects := down.effects(); effects != n {
 		b.Fatalf("downstream saw %d distinct keys, want %d", effects, n)
 	}
 
@@ -147,7 +115,7 @@ FROM river_job`).Scan(&running, &noopRunning); err != nil {
 		}
 	}
 	tick.Stop()
-	waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries WHERE status = 'completed'`, n+light)
+	waitDrained(b, db.Pool, down, n+light)
 	lat := phase{name: "(c) claim-to-completion, 20 events/s"}
 	rows, err := db.Pool.Query(ctx, `SELECT extract(epoch FROM d.completed_at - c.first_seen_at)
 FROM webhook_deliveries d JOIN webhook_event_claims c USING (provider, event_id)
@@ -170,14 +138,15 @@ WHERE c.event_id LIKE 'evt_light_%'`)
 	// (d) the same drain to a route with a body program. Drains take turns
 	// (body, raw, raw, body), so that drift in the machine's load during the
 	// run falls on both alike; each kind is read as the mean of its two.
+	drained := n + light
 	drain := func(route, prefix string) (rate, running float64) {
 		if _, err := hammer("accept", n, func(i int) error { return acceptTo(route, prefix, i) }); err != nil {
 			b.Fatal(err)
 		}
 		worker := startWorker(b, db.URL, down.URL)
 		b.StartTimer()
-		waitCount(b, db.Pool, `SELECT count(*) FROM webhook_deliveries
-WHERE starts_with(event_id, '`+prefix+`') AND status = 'completed'`, n)
+		drained += n
+		waitDrained(b, db.Pool, down, drained)
 		b.StopTimer()
 		worker.stop(b)
 		rate = spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries
@@ -197,10 +166,7 @@ WHERE kind = 'hookgate.delivery' AND starts_with(args ->> 'event_id', $1)`, pref
 			rawRate, rawRunning = rawRate+rate/2, rawRunning+running/2
 		}
 	}
-	mu.Lock()
-	effects = len(hits)
-	mu.Unlock()
-	if effects != 5*n+light {
+	if effects := down.effects(); effects != 5*n+light {
 		b.Fatalf("downstream saw %d distinct keys, want %d", effects, 5*n+light)
 	}
 
@@ -221,13 +187,44 @@ WHERE kind = 'hookgate.delivery' AND starts_with(args ->> 'event_id', $1)`, pref
 	b.ReportMetric(ms(lat.pct(0.99)), "c2c_p99_ms")
 }
 
-// waitCount polls query until it returns want, for at most ten minutes.
-func waitCount(b *testing.B, pool *pgxpool.Pool, query string, want int) {
+// waitDrained waits until the downstream has seen want distinct events,
+// then until no delivery is processing any more (the last ends commit after
+// their calls), and checks that none failed. The first wait is in memory:
+// any poll of the database runs beside what is measured and shares its
+// Postgres (a count over the deliveries every 10 ms took most of a core of
+// it, and even a probe of the processing index wades through the entries
+// the drain left dead).
+func waitDrained(b *testing.B, pool *pgxpool.Pool, down *sink, want int) {
+	b.Helper()
+	down.waitFor(b, want)
+	waitUntil(b, pool, `SELECT NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'processing')`)
+	var failed int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status = 'failed'`).Scan(&failed); err != nil {
+		b.Fatal(err)
+	}
+	if failed > 0 {
+		b.Fatalf("%d deliveries failed", failed)
+	}
+}
+
+// waitJobsDone waits until w has run want jobs, in memory, then until
+// River has finalized every job of w's kind.
+func waitJobsDone(b *testing.B, pool *pgxpool.Pool, w *noopWorker, want int) {
 	b.Helper()
 	require.EventuallyWithT(b, func(c *assert.CollectT) {
-		var got int
-		require.NoError(c, pool.QueryRow(context.Background(), query).Scan(&got))
-		require.GreaterOrEqual(c, got, want, "done")
+		require.GreaterOrEqual(c, w.runs.Load(), int64(want), "runs")
+	}, 10*time.Minute, 5*time.Millisecond, "the no-op jobs have not run after ten minutes")
+	waitUntil(b, pool, `SELECT NOT EXISTS (SELECT 1 FROM river_job
+WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND kind = '`+noopArgs{}.Kind()+`')`)
+}
+
+// waitUntil polls query, which answers one boolean, until it is true.
+func waitUntil(b *testing.B, pool *pgxpool.Pool, query string) {
+	b.Helper()
+	require.EventuallyWithT(b, func(c *assert.CollectT) {
+		var done bool
+		require.NoError(c, pool.QueryRow(context.Background(), query).Scan(&done))
+		require.True(c, done, "done")
 	}, 10*time.Minute, 10*time.Millisecond, "not done after ten minutes")
 }
 

@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sink is an instant downstream on loopback. It notes when each event
+// (Hookgate-Event-Id) first arrived and how often each Idempotency-Key came,
+// so that a benchmark can wait for a drain in memory rather than by polling
+// the database it is measuring.
+type sink struct {
+	*httptest.Server
+	mu    sync.Mutex
+	first map[string]time.Time
+	keys  map[string]int
+}
+
+func newSink(b *testing.B) *sink {
+	s := &sink{first: map[string]time.Time{}, keys: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		now := time.Now()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if id := r.Header.Get("Hookgate-Event-Id"); s.first[id].IsZero() {
+			s.first[id] = now
+		}
+		s.keys[r.Header.Get("Idempotency-Key")]++
+	}))
+	b.Cleanup(s.Close)
+	return s
+}
+
+// events is how many distinct events arrived.
+func (s *sink) events() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.first)
+}
+
+// arrived is when the event id first arrived.
+func (s *sink) arrived(id string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first[id]
+}
+
+// effects is how many distinct Idempotency-Keys arrived.
+func (s *sink) effects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
+
+// waitFor waits until the sink has seen want distinct events.
+func (s *sink) waitFor(b *testing.B, want int) {
+	b.Helper()
+	require.EventuallyWithT(b, func(c *assert.CollectT) {
+		require.GreaterOrEqual(c, s.events(), want, "events")
+	}, 10*time.Minute, 5*time.Millisecond, "the downstream has not seen every event after ten minutes")
+}
