@@ -58,6 +58,9 @@ COMMIT;
 //   - the worker draining ingest's backlog against an instant downstream;
 //   - 20 events/s through ingest's HTTP with the worker running, from the
 //     request sent to the downstream receiving it;
+//   - ingest at full rate with the worker running beside it, as a pair
+//     runs at peak: what share of the accepted events reached the
+//     downstream by the time the last was accepted;
 //   - the scaling run: two ingest processes, then two workers.
 //
 // It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
@@ -144,6 +147,28 @@ func BenchmarkSystem(b *testing.B) {
 	if distinct := down.events(); distinct != backlog+light {
 		b.Fatalf("downstream saw %d distinct events, want %d", distinct, backlog+light)
 	}
+
+	// Ingest and the worker at once, as a pair runs at peak: how much of
+	// what was accepted had reached the downstream when the last event was
+	// accepted, and how long the rest took.
+	pairEvents := events("evt_pair", n)
+	pair, err := hammer("ingest, the worker running", n, func(i int) error { return post(url, pairEvents[i]) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	loadEnd := time.Now()
+	waitDrained(b, db.Pool, down, backlog+light+n)
+	var kept int
+	var lastArrival time.Time
+	for i := range n {
+		t := down.arrived(fmt.Sprintf("evt_pair_%d", i))
+		if !t.After(loadEnd) {
+			kept++
+		}
+		if t.After(lastArrival) {
+			lastArrival = t
+		}
+	}
 	ingestRSS, workerRSS := peakRSS(ingest.pid()), peakRSS(worker.pid())
 	worker.stop(b)
 
@@ -160,7 +185,7 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	ingest2.stop(b)
 	w1, w2 := startBinary(b, bins, "worker", cfg, env), startBinary(b, bins, "worker", cfg, env)
-	waitDrained(b, db.Pool, down, backlog+light+4*concurrency+n)
+	waitDrained(b, db.Pool, down, backlog+light+n+4*concurrency+n)
 	drain2 := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_scaled_%'`)
 	w1.stop(b)
 	w2.stop(b)
@@ -172,12 +197,14 @@ func BenchmarkSystem(b *testing.B) {
 	out := os.Stdout
 	fmt.Fprintf(out, "\nsystem, %d senders, %d events per phase, worker.concurrency %d\n", concurrency, n, workerConcurrency())
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", tps)
-	for _, p := range []phase{a, st, a2} {
+	for _, p := range []phase{a, st, pair, a2} {
 		fmt.Fprintln(out, p)
 	}
 	fmt.Fprintf(out, "%-40s %9.0f jobs/s\n", "River, no-op drain", riverRate)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", drain)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker x2 drain", drain2)
+	fmt.Fprintf(out, "%-40s %9.0f events/s while accepting; the rest within %.0f ms\n",
+		"the worker, beside ingest", float64(kept)/pair.elapsed.Seconds(), ms(lastArrival.Sub(loadEnd)))
 	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", floor.name, ms(floor.pct(0.50)), ms(floor.pct(0.99)))
 	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", lat.name, ms(lat.pct(0.50)), ms(lat.pct(0.99)))
 	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining\n",
@@ -189,6 +216,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  storm / new events               %5.2f  (>= 1.5)\n", st.rate()/a.rate())
 	fmt.Fprintf(out, "  worker drain / ingest            %5.2f  (>= 1.0)\n", drain/a.rate())
 	fmt.Fprintf(out, "  worker drain / River no-op       %5.2f\n", drain/riverRate)
+	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace)\n", float64(kept)/float64(n))
 	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
 		ms(lat.pct(0.99)), float64(lat.pct(0.99))/float64(floor.pct(0.99)))
 	fmt.Fprintf(out, "  peak RSS ingest / worker         %3.0f / %3.0f MiB (<= 64 MiB each)\n", mib(ingestRSS), mib(workerRSS))
@@ -196,6 +224,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n\n", drain2/drain)
 	b.ReportMetric(a.rate()/tps, "ingest/pgbench")
 	b.ReportMetric(drain/a.rate(), "drain/ingest")
+	b.ReportMetric(float64(kept)/float64(n), "pair_delivered/accepted")
 	b.ReportMetric(ms(lat.pct(0.99)), "light_p99_ms")
 }
 
