@@ -287,9 +287,10 @@ func filter[T any](s []T, keep func(int) bool) []T {
 // statistics lag a backlog (a worker catching up after an outage, a
 // fresh table), and then reads every processing delivery for every
 // batch: seen in the drain benchmark, 220 buffers a delivery. The
-// lateral lookup cannot be flattened (FOR UPDATE), names no status, so
-// that the processing index cannot serve it either, and a ctid is
-// always found directly.
+// lateral lookup names no status, and its LIMIT keeps Postgres from
+// flattening it or pushing the status test into it (see LockRunningJobs),
+// so the processing index can never serve it; a ctid is always found
+// directly.
 const recordDeliveriesSQL = `
 WITH v AS (
     SELECT v.*, x.tid, x.status AS was
@@ -298,7 +299,7 @@ WITH v AS (
     CROSS JOIN LATERAL (
         SELECT x.ctid AS tid, x.status FROM webhook_deliveries x
         WHERE x.provider = v.provider AND x.event_id = v.event_id AND x.route = v.route
-        FOR UPDATE) x
+        LIMIT 1 FOR UPDATE) x
 )
 UPDATE webhook_deliveries d SET
     status = v.status,
