@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Delivery is one (claim, route) pair with what the worker needs to attempt
@@ -72,7 +73,7 @@ func deliveryColumns(businessKey, result, payload string) string {
 }
 
 // loadDeliveriesSQL loads the deliveries of arrays of keys, numbered as
-// given: one primary-key lookup per key (see LockClaims on why not a join;
+// given: one primary-key lookup per key (see lockClaimsSQL on why not a join;
 // LIMIT keeps the planner from flattening it back into one).
 var loadDeliveriesSQL = `
 SELECT k.i, x.*
@@ -160,23 +161,10 @@ type Attempt struct {
 	Result AttemptResult
 }
 
-// LockClaims takes the row locks of the claims of keys, in key order, so that
-// transactions settling overlapping sets of deliveries never deadlock.
-// Every change of a delivery's status holds its claim's lock first.
-func (s *Store) LockClaims(ctx context.Context, keys ...Key) error {
-	providers, ids := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		providers[i], ids[i] = k.Provider, k.EventID
-	}
-	_, err := s.db.Exec(ctx, lockClaimsSQL, providers, ids)
-	if err != nil {
-		return fmt.Errorf("locking %d claims: %w", len(keys), err)
-	}
-	return nil
-}
-
-// lockClaimsSQL locks the claims of arrays of keys: one index lookup per
-// key, in key order. A plain join here is planned as a hash join over the
+// lockClaimsSQL takes the row locks of the claims of arrays of keys, in
+// key order, so that transactions settling overlapping sets of deliveries
+// never deadlock: every change of a delivery's status holds its claim's
+// lock first. One index lookup per key: a plain join here is planned as a hash join over the
 // whole table (Postgres cannot estimate a two-column match against an
 // array), which grows with the table.
 const lockClaimsSQL = `
@@ -196,29 +184,45 @@ func (s *Store) claimExists(ctx context.Context, k Key) bool {
 	return ok
 }
 
-// RecordAttempts is RecordAttempt for many deliveries in one transaction,
-// in three statements whatever their number: lock the claims (LockClaims),
-// update the deliveries still processing, roll their claims up. recorded[i]
-// is false when attempts[i]'s delivery was not processing (settled
-// elsewhere) or does not exist; nothing is written for it. Keys must be
-// distinct.
-func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) (recorded []bool, err error) {
-	err = s.inTx(ctx, func(tx *Store) error {
-		recorded, err = tx.recordAttempts(ctx, attempts)
-		return err
-	})
-	return recorded, err
+// RecordAttempts is RecordAttempt for many deliveries in one transaction
+// (s's, or an implicit one: see EndJobs) and one round trip, whatever their
+// number: lock the claims (see lockClaimsSQL), then update the deliveries
+// still processing and roll their claims up. recorded[i] is false when
+// attempts[i]'s delivery was not processing (settled elsewhere) or does
+// not exist; nothing is written for it. Keys must be distinct.
+func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) ([]bool, error) {
+	var b pgx.Batch
+	queueLockClaims(&b, attempts)
+	recorded := queueRecordAttempts(&b, attempts, nil)
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, err
+	}
+	return recorded, nil
 }
 
-func (s *Store) recordAttempts(ctx context.Context, attempts []Attempt) (recorded []bool, err error) {
-	keys := make([]Key, len(attempts))
+// queueLockClaims queues the statement that locks the claims of attempts
+// (lockClaimsSQL).
+func queueLockClaims(b *pgx.Batch, attempts []Attempt) {
+	providers, ids := make([]string, len(attempts)), make([]string, len(attempts))
+	for i, a := range attempts {
+		providers[i], ids[i] = a.Key.Provider, a.Key.EventID
+	}
+	b.Queue(lockClaimsSQL, providers, ids).Exec(func(pgconn.CommandTag) error { return nil })
+}
+
+// queueRecordAttempts queues the statement that records attempts, after
+// their claims' locks: each delivery still processing (and, when jobs is
+// not nil, whose job jobs[i] is still running that attempt) is updated and
+// its claim rolled up. The returned slice says which were recorded once
+// the batch has run.
+func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool {
 	n := len(attempts)
 	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
 	statuses, counts, errs, spent := make([]string, n), make([]int32, n), make([]*string, n), make([]int32, n)
 	results := make([]*string, n)
+	jobIDs, jobAttempts := make([]*int64, n), make([]int32, n)
 	for i, a := range attempts {
 		spent[i] = int32(a.Result.Spent)
-		keys[i] = a.Key
 		providers[i], ids[i], routes[i] = a.Key.Provider, a.Key.EventID, a.Key.Route
 		statuses[i] = string(a.Result.Status)
 		if a.Result.Attempted {
@@ -231,118 +235,104 @@ func (s *Store) recordAttempts(ctx context.Context, attempts []Attempt) (recorde
 			r := string(a.Result.Result)
 			results[i] = &r
 		}
-	}
-	if err := s.LockClaims(ctx, keys...); err != nil {
-		return nil, err
-	}
-	// The claims' locks are held: this statement's snapshot, taken after
-	// them, sees every sibling delivery that settled before us. The roll-up
-	// is a separate statement so that it sees this one's updates.
-	rows, err := s.db.Query(ctx, recordDeliveriesSQL, providers, ids, routes, statuses, counts, errs, spent, results)
-	if err != nil {
-		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
-	}
-	updated, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
-	if err != nil {
-		return nil, fmt.Errorf("updating %d deliveries: %w", n, err)
-	}
-	done := make(map[Key]bool, len(updated))
-	for _, k := range updated {
-		done[k] = true
-	}
-	recorded = make([]bool, n)
-	var up []int
-	for i, k := range keys {
-		recorded[i] = done[k]
-		if done[k] {
-			up = append(up, i)
+		if jobs != nil {
+			jobIDs[i], jobAttempts[i] = &jobs[i].ID, int32(jobs[i].Attempt)
 		}
 	}
-	if len(up) == 0 {
-		return recorded, nil
-	}
-	pick := func(i int) bool { return done[keys[i]] }
-	if _, err := s.db.Exec(ctx, rollUpSQL, filter(providers, pick), filter(ids, pick), filter(counts, pick), filter(errs, pick)); err != nil {
-		return nil, fmt.Errorf("rolling up claims: %w", err)
-	}
-	return recorded, nil
+	recorded := make([]bool, n)
+	b.Queue(recordAttemptsSQL, providers, ids, routes, statuses, counts, errs, spent, results, jobIDs, jobAttempts).
+		Query(func(rows pgx.Rows) error {
+			nums, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return fmt.Errorf("recording %d attempts: %w", n, err)
+			}
+			for _, i := range nums {
+				recorded[i-1] = true
+			}
+			return nil
+		})
+	return recorded
 }
 
-func filter[T any](s []T, keep func(int) bool) []T {
-	out := make([]T, 0, len(s))
-	for i, v := range s {
-		if keep(i) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// recordDeliveriesSQL writes attempt outcomes to the deliveries still
-// processing and returns the keys it wrote.
+// recordAttemptsSQL writes attempt outcomes to the deliveries still
+// processing, rolls their claims up, and returns the numbers (from 1) of
+// the attempts it wrote. The caller holds the claims' locks: this
+// statement's snapshot, taken after them, sees every sibling delivery that
+// settled before.
 //
 // Each delivery is found by its own primary-key lookup, locked, and
 // updated through its row's ctid. Written as a join with the array,
-// Postgres plans it from the processing index as soon as its
-// statistics lag a backlog (a worker catching up after an outage, a
-// fresh table), and then reads every processing delivery for every
-// batch: seen in the drain benchmark, 220 buffers a delivery. The
-// lateral lookup names no status, and its LIMIT keeps Postgres from
-// flattening it or pushing the status test into it (see LockRunningJobs),
-// so the processing index can never serve it; a ctid is always found
-// directly.
-const recordDeliveriesSQL = `
+// Postgres plans it from the processing index as soon as its statistics
+// lag a backlog (a worker catching up after an outage, a fresh table),
+// and then reads every processing delivery for every batch: seen in the
+// drain benchmark, 220 buffers a delivery. The lateral lookup names no
+// status, and its LIMIT keeps Postgres from flattening it or pushing the
+// status test into it (see lockRunningJobsSQL), so the processing index can
+// never serve it; a ctid is always found directly.
+//
+// An attempt that names its job ($9, $10) is recorded only while that job
+// is still running that attempt (River's fence), its state tested outside
+// its lookup as in lockRunningJobsSQL.
+//
+// The roll-up recomputes each claim's status from its deliveries:
+// completed once all are completed or skipped, failed once one failed and
+// none is processing, else processing. It adds the attempts just recorded
+// and keeps the latest error. Its reads of the deliveries cannot see this
+// statement's own updates, so a delivery just recorded counts with its new
+// status.
+const recordAttemptsSQL = `
 WITH v AS (
-    SELECT v.*, x.tid, x.status AS was
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[])
-        AS v(provider, event_id, route, status, attempts, error, spent, result)
+    SELECT v.*, x.tid
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[],
+                $9::bigint[], $10::int[])
+        WITH ORDINALITY AS v(provider, event_id, route, status, attempts, error, spent, result, job, job_attempt, i)
     CROSS JOIN LATERAL (
         SELECT x.ctid AS tid, x.status FROM webhook_deliveries x
         WHERE x.provider = v.provider AND x.event_id = v.event_id AND x.route = v.route
         LIMIT 1 FOR UPDATE) x
-)
-UPDATE webhook_deliveries d SET
-    status = v.status,
-    attempt_count = d.attempt_count + v.attempts,
-    last_error = coalesce(v.error, d.last_error),
-    completed_at = CASE WHEN v.status = 'completed' THEN now() END,
-    attempt_base = d.attempt_base + v.spent,
-    result = CASE WHEN v.status = 'completed' THEN v.result::jsonb END,
-    updated_at = now()
-FROM v
-WHERE d.ctid = v.tid AND v.was = 'processing'
-RETURNING d.provider, d.event_id, d.route`
-
-// rollUpSQL recomputes claims' statuses from their deliveries: completed once
-// all are completed or skipped, failed once one failed and none is
-// processing, else processing. It adds the attempts just recorded and keeps
-// the latest error. The caller holds the claims' locks.
-const rollUpSQL = `
-WITH v AS (
+    WHERE x.status = 'processing'
+      AND (v.job IS NULL OR EXISTS (
+          SELECT 1 FROM (SELECT j.state FROM river_job j WHERE j.id = v.job AND j.attempt = v.job_attempt LIMIT 1) j
+          WHERE j.state = 'running'))
+), recorded AS (
+    UPDATE webhook_deliveries d SET
+        status = v.status,
+        attempt_count = d.attempt_count + v.attempts,
+        last_error = coalesce(v.error, d.last_error),
+        completed_at = CASE WHEN v.status = 'completed' THEN now() END,
+        attempt_base = d.attempt_base + v.spent,
+        result = CASE WHEN v.status = 'completed' THEN v.result::jsonb END,
+        updated_at = now()
+    FROM v
+    WHERE d.ctid = v.tid
+    RETURNING v.i, d.provider, d.event_id, d.route, d.status, v.attempts, v.error
+), claims AS (
     SELECT provider, event_id, sum(attempts) AS attempts,
-           (array_agg(error ORDER BY ord DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
-    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY
-        AS v(provider, event_id, attempts, error, ord)
+           (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
+    FROM recorded
     GROUP BY provider, event_id
+), rolled AS (
+    UPDATE webhook_event_claims c SET
+        status = s.status,
+        completed_at = CASE WHEN s.status = 'completed' THEN coalesce(c.completed_at, now()) END,
+        attempt_count = c.attempt_count + v.attempts,
+        last_error = coalesce(v.error, c.last_error),
+        updated_at = now()
+    FROM claims v CROSS JOIN LATERAL (
+        -- Per claim, through the primary key's prefix: a join here would be
+        -- planned over the whole deliveries table.
+        -- Skipped deliveries count as done; a claim with nothing but skipped
+        -- deliveries is ignored.
+        SELECT CASE WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'processing') > 0 THEN 'processing'
+                    WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'failed') > 0     THEN 'failed'
+                    WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) <> 'skipped') = 0   THEN 'ignored'
+                    ELSE 'completed' END AS status
+        FROM webhook_deliveries d
+        LEFT JOIN recorded r ON r.provider = d.provider AND r.event_id = d.event_id AND r.route = d.route
+        WHERE d.provider = v.provider AND d.event_id = v.event_id) s
+    WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignored'
 )
-UPDATE webhook_event_claims c SET
-    status = s.status,
-    completed_at = CASE WHEN s.status = 'completed' THEN coalesce(c.completed_at, now()) END,
-    attempt_count = c.attempt_count + v.attempts,
-    last_error = coalesce(v.error, c.last_error),
-    updated_at = now()
-FROM v CROSS JOIN LATERAL (
-    -- Per claim, through the primary key's prefix: a join here would be
-    -- planned over the whole deliveries table.
-    -- Skipped deliveries count as done; a claim with nothing but skipped
-    -- deliveries is ignored.
-    SELECT CASE WHEN count(*) FILTER (WHERE d.status = 'processing') > 0 THEN 'processing'
-                WHEN count(*) FILTER (WHERE d.status = 'failed') > 0     THEN 'failed'
-                WHEN count(*) FILTER (WHERE d.status <> 'skipped') = 0   THEN 'ignored'
-                ELSE 'completed' END AS status
-    FROM webhook_deliveries d
-    WHERE d.provider = v.provider AND d.event_id = v.event_id) s
-WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignored'`
+SELECT i FROM recorded`
 
 // Reopen puts a failed claim's failed deliveries back to processing and
 // enqueues a job for each, in one transaction. With force it also re-runs a

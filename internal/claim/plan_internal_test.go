@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -60,8 +61,8 @@ SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate
 		{"loading deliveries", loadDeliveriesSQL, []any{providers, ids, routes}},
 		{"locking claims", lockClaimsSQL, []any{providers, ids}},
 		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
-		{"recording attempts", recordDeliveriesSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls}},
-		{"rolling claims up", rollUpSQL, []any{providers, ids, counts, nulls}},
+		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts}},
+		{"completing jobs", completeJobsSQL, []any{jobs, attempts, time.Now()}},
 	} {
 		for _, scan := range planScans(t, tx, s.sql, s.args...) {
 			require.Falsef(t, scan.Type == "Seq Scan", "%s scans %s", s.name, scan.Relation)

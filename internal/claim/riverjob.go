@@ -6,18 +6,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // This file holds every query hookgate makes on River's own table,
-// river_job, and its one use of River's driver interface. Both are River's
-// internals, not its public API: they were checked against
-// github.com/riverqueue/river v0.51.2 (riverdriver and riverpgxv5 v0.51.2,
-// the river_job schema of River's migrations up to that release). Check
-// them again on every River upgrade.
+// river_job. The table is River's internals, not its public API: the
+// queries were checked against github.com/riverqueue/river v0.51.2 (the
+// river_job schema of River's migrations up to that release, and what its
+// JobCompleteTx writes). Check them again on every River upgrade.
 
 // liveJobSQL is true when a delivery (aliased d) has a job River will still
 // run. It finds the job through River's GIN index on args.
@@ -65,28 +62,62 @@ WHERE kind = '` + DeliveryKind + `' AND state IN ('available', 'retryable', 'run
   AND args->>'route' = ANY($1)
 GROUP BY 1`
 
-// LockRunningJobs locks, in tx, the rows of the jobs among ids that are still
-// running attempt attempts[i] (River's fence: river.JobCompleteTx alone would
-// complete a job that River rescued and started again under a higher
-// attempt), and returns their ids. The caller completes only those. Rows
-// are locked in id order, each by its own primary-key lookup (see
-// LockClaims on why not a join). The state is tested outside the lookup,
-// which LIMIT keeps Postgres from pushing it into: River's fetching index
-// leads with the state, and when statistics lag it is chosen to serve
-// the lookup, reading every running job for each one.
-func LockRunningJobs(ctx context.Context, tx pgx.Tx, ids []int64, attempts []int32) ([]int64, error) {
-	rows, err := tx.Query(ctx, lockRunningJobsSQL, ids, attempts)
-	if err != nil {
-		return nil, fmt.Errorf("locking %d jobs: %w", len(ids), err)
-	}
-	live, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("locking %d jobs: %w", len(ids), err)
-	}
-	return live, nil
+// JobRun is the run of a delivery job that made an attempt: the job's id
+// and River's attempt number of that run.
+type JobRun struct {
+	ID      int64
+	Attempt int
 }
 
-// lockRunningJobsSQL locks the jobs of ids still running attempts.
+// EndJobs ends delivery jobs in one transaction and one round trip: for
+// each attempts[i] made by the run jobs[i], it records the outcome (see
+// RecordAttempts) and completes the job, as river.JobCompleteTx would. The
+// transaction is s's when s is one Transact handed out; else the
+// statements, sent together, run as one implicit transaction that commits
+// once all have succeeded (pgx.Conn.SendBatch), so no BEGIN or COMMIT
+// costs a round trip of its own. It locks the claims first, in key order, then the jobs, in id
+// order: every path that settles a delivery takes its claim's lock before
+// its job's, so two transactions sharing a job wait at the claim instead
+// of deadlocking.
+//
+// River's fence: only jobs still running the attempt that ended are
+// touched. A job River rescued meanwhile and started again (a higher
+// attempt) is left alone, and so is its delivery: the new run owns it.
+// live[i] says whether jobs[i] was still running and is now completed;
+// recorded[i] whether attempts[i] was written (false also when the
+// delivery was no longer processing). Keys must be distinct.
+func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) (live, recorded []bool, err error) {
+	ids, runs := make([]int64, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], runs[i] = j.ID, int32(j.Attempt)
+	}
+	var b pgx.Batch
+	queueLockClaims(&b, attempts)
+	b.Queue(lockRunningJobsSQL, ids, runs).Exec(func(pgconn.CommandTag) error { return nil })
+	recorded = queueRecordAttempts(&b, attempts, jobs)
+	live = make([]bool, len(jobs))
+	b.Queue(completeJobsSQL, ids, runs, time.Now()).Query(func(rows pgx.Rows) error {
+		nums, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("completing %d jobs: %w", len(jobs), err)
+		}
+		for _, i := range nums {
+			live[i-1] = true
+		}
+		return nil
+	})
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
+	}
+	return live, recorded, nil
+}
+
+// lockRunningJobsSQL locks the jobs of ids still running attempts, in id
+// order, each by its own primary-key lookup (see lockClaimsSQL on why not a
+// join). The state is tested outside the lookup, which LIMIT keeps
+// Postgres from pushing it into: River's fetching index leads with the
+// state, and when statistics lag it is chosen to serve the lookup, reading
+// every running job for each one.
 const lockRunningJobsSQL = `
 SELECT x.id
 FROM (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, attempt) ORDER BY 1) v
@@ -96,30 +127,23 @@ CROSS JOIN LATERAL (
     LIMIT 1 FOR UPDATE) x
 WHERE x.state = 'running'`
 
-// CompleteJobs completes the running jobs ids in tx, in one statement: what
-// river.JobCompleteTx does for one job (without metadata updates), for all
-// of them at once. The public call costs a statement per job; in a batch of
-// ends that share one transaction that cost more than a tenth of the
-// worker's drain rate (docs/benchmarks.md), so the driver's own batched
-// statement is used here, and only here.
-func CompleteJobs(ctx context.Context, tx pgx.Tx, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	now := time.Now()
-	p := &riverdriver.JobSetStateIfRunningManyParams{}
-	for _, id := range ids {
-		p.ID = append(p.ID, id)
-		p.Attempt = append(p.Attempt, nil)
-		p.ErrData = append(p.ErrData, nil)
-		p.FinalizedAt = append(p.FinalizedAt, &now)
-		p.MetadataDoMerge = append(p.MetadataDoMerge, false)
-		p.MetadataUpdates = append(p.MetadataUpdates, nil)
-		p.ScheduledAt = append(p.ScheduledAt, nil)
-		p.State = append(p.State, rivertype.JobStateCompleted)
-	}
-	if _, err := riverpgxv5.New(nil).UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, p); err != nil {
-		return fmt.Errorf("completing %d jobs: %w", len(ids), err)
-	}
-	return nil
-}
+// completeJobsSQL completes the jobs of ids still running attempts, which
+// lockRunningJobsSQL locked, and returns their numbers (from 1): what
+// river.JobCompleteTx writes for one job (state and finalized_at; River's
+// completion carries no metadata here), for all of them in one statement.
+// The public call costs a statement, and so a round trip, per job: in a
+// batch of ends that share one transaction that cost more than a tenth of
+// the worker's drain rate (docs/benchmarks.md). Rows are found as in
+// lockRunningJobsSQL and updated through their ctids.
+const completeJobsSQL = `
+UPDATE river_job j SET state = 'completed', finalized_at = $3
+FROM (
+    SELECT v.i, x.tid
+    FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS v(id, attempt, i)
+    CROSS JOIN LATERAL (
+        SELECT r.ctid AS tid, r.state FROM river_job r
+        WHERE r.id = v.id AND r.attempt = v.attempt
+        LIMIT 1) x
+    WHERE x.state = 'running') v
+WHERE j.ctid = v.tid
+RETURNING v.i`

@@ -1,10 +1,8 @@
 package deliver
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -24,8 +22,9 @@ const endConcurrency = 2
 // completer ends delivery jobs: each job's final outcome is written in the
 // transaction that completes the job. Concurrent ends share a transaction
 // (see batch.Combiner), so that a hundred deliveries finishing together cost one
-// commit rather than a hundred; commits, not statements, are what bound a
-// worker's rate.
+// commit rather than a hundred, and that transaction is one round trip
+// (claim.Store.EndJobs): commits and round trips, not statements, are what
+// bound a worker's rate.
 type completer struct {
 	store *claim.Store
 	batch batch.Combiner[*ending, endResult]
@@ -45,7 +44,6 @@ func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *complet
 
 // ending is one job's end.
 type ending struct {
-	ctx     context.Context // the job's Work context, for River's client
 	job     *river.Job[claim.DeliveryArgs]
 	attempt claim.Attempt
 }
@@ -73,88 +71,36 @@ const (
 func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.wait)
 	defer cancel()
-	r, err := c.batch.Do(wctx, &ending{ctx: ctx, job: job, attempt: a})
+	r, err := c.batch.Do(wctx, &ending{job: job, attempt: a})
 	if err != nil {
 		return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
 	}
 	return r, nil
 }
 
-// run ends batch in one transaction: lock the claims in key order, then the
-// jobs still running the attempt that ended (River's fence: a job rescued
-// meanwhile is left alone and its delivery untouched), complete those jobs,
-// record their outcomes, commit.
+// run ends batch in one transaction (see claim.Store.EndJobs): lock the
+// claims in key order, then the jobs still running the attempt that ended
+// (River's fence: a job rescued meanwhile is left alone and its delivery
+// untouched), record their outcomes, complete those jobs, commit.
 func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, error) {
-	results := make([]endResult, len(batch))
-	err := c.store.Transact(ctx, func(st *claim.Store) error { return c.runIn(ctx, st, batch, results) })
-	return results, err
-}
-
-// runIn does the work of run in st's transaction, filling in results.
-func (c *completer) runIn(ctx context.Context, st *claim.Store, batch []*ending, results []endResult) error {
-	tx := st.Tx()
-	order := make([]int, len(batch))
-	for i := range order {
-		order[i] = i
-	}
-	// Claims first, in key order, then jobs: every path that settles a
-	// delivery takes its claim's lock before its job's, so two batches
-	// sharing a job wait at the claim instead of deadlocking.
-	slices.SortFunc(order, func(a, b int) int {
-		ka, kb := batch[a].attempt.Key, batch[b].attempt.Key
-		return cmp.Or(cmp.Compare(ka.Provider, kb.Provider), cmp.Compare(ka.EventID, kb.EventID),
-			cmp.Compare(ka.Route, kb.Route))
-	})
-	keys := make([]claim.Key, len(batch))
-	for j, i := range order {
-		keys[j] = batch[i].attempt.Key
-	}
-	if err := st.LockClaims(ctx, keys...); err != nil {
-		return err
-	}
-
-	// River's fence. JobCompleteTx completes whatever job row is running,
-	// even one River rescued and started again elsewhere (a higher attempt),
-	// so first lock the rows of the jobs still running this very attempt;
-	// the others were rescued, their runs own the deliveries now.
-	ids, attempts := make([]int64, len(batch)), make([]int32, len(batch))
+	attempts, jobs := make([]claim.Attempt, len(batch)), make([]claim.JobRun, len(batch))
 	for i, e := range batch {
-		ids[i], attempts[i] = e.job.ID, int32(e.job.Attempt)
+		attempts[i], jobs[i] = e.attempt, claim.JobRun{ID: e.job.ID, Attempt: e.job.Attempt}
 	}
-	live, err := claim.LockRunningJobs(ctx, tx, ids, attempts)
+	live, recorded, err := c.store.EndJobs(ctx, attempts, jobs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-
-	var record []claim.Attempt
-	var recordIdx []int
-	var complete []int64
-	for _, i := range order {
-		e := batch[i]
-		if !slices.Contains(live, e.job.ID) {
+	results := make([]endResult, len(batch))
+	for i := range batch {
+		switch {
+		case !live[i]:
 			results[i] = rescued
-			continue
-		}
-		complete = append(complete, e.job.ID)
-		record = append(record, e.attempt)
-		recordIdx = append(recordIdx, i)
-	}
-	// What river.JobCompleteTx does, for the batch in one statement (see
-	// claim.CompleteJobs on why not the public call per job).
-	if err := claim.CompleteJobs(ctx, tx, complete); err != nil {
-		return err
-	}
-	if len(record) > 0 {
-		recorded, err := st.RecordAttempts(ctx, record)
-		if err != nil {
-			return err
-		}
-		for j, i := range recordIdx {
+		case recorded[i]:
+			results[i] = ended
+		default:
 			results[i] = settled
-			if recorded[j] {
-				results[i] = ended
-			}
 		}
 	}
-	return nil
+	return results, nil
 }

@@ -20,19 +20,19 @@ import (
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
-// gatedDB holds the first transaction's Begin until the gate opens, and
-// counts transactions.
+// gatedDB holds the first batch of statements (each a transaction of its
+// own) until the gate opens, and counts them.
 type gatedDB struct {
 	claim.DB
-	gate   chan struct{}
-	begins atomic.Int32
+	gate    chan struct{}
+	batches atomic.Int32
 }
 
-func (g *gatedDB) Begin(ctx context.Context) (pgx.Tx, error) {
-	if g.begins.Add(1) == 1 {
+func (g *gatedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if g.batches.Add(1) == 1 {
 		<-g.gate
 	}
-	return g.DB.Begin(ctx)
+	return g.DB.SendBatch(ctx, b)
 }
 
 // TestCompleterSharesTransactions ends many jobs at once: while the first
@@ -86,7 +86,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 		})
 	}
 	end(0)
-	require.Eventually(t, func() bool { return gdb.begins.Load() == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return gdb.batches.Load() == 1 }, 10*time.Second, time.Millisecond,
 		"the first end's transaction is held")
 	for i := 1; i < len(keys); i++ {
 		end(i)
@@ -97,7 +97,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	close(gdb.gate)
 	wg.Wait()
 
-	require.Equal(t, int32(2), gdb.begins.Load(), "the queued ends shared one transaction")
+	require.Equal(t, int32(2), gdb.batches.Load(), "the queued ends shared one transaction")
 	for i, k := range keys {
 		require.NoError(t, errs[i])
 		var status string
@@ -127,10 +127,10 @@ WHERE provider = $1 AND event_id = $2 AND route = $3`, k.Provider, k.EventID, k.
 	require.Equal(t, "completed", fan, "siblings settled in one batch roll their claim up together")
 }
 
-// panickyDB panics when a transaction begins.
+// panickyDB panics when statements are sent.
 type panickyDB struct{ claim.DB }
 
-func (panickyDB) Begin(context.Context) (pgx.Tx, error) { panic("boom") }
+func (panickyDB) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { panic("boom") }
 
 // TestCompleterSurvivesAPanic: a panic while ending jobs fails those ends
 // with an error instead of leaving them, and every later end, waiting.
