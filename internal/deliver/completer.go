@@ -14,10 +14,12 @@ import (
 // maxBatch caps how many job ends one transaction carries.
 const maxBatch = 128
 
-// endConcurrency is how many end transactions run at once, so that one
-// executes while another waits for its commit to be flushed. Each locks
-// its claims in key order and then its jobs, so two never deadlock.
-const endConcurrency = 2
+// endConcurrency is how many end transactions run at once. One: an end is
+// a single round trip (claim.Store.EndJobs), and the ends that arrive
+// meanwhile make the next batch larger, which costs less per end than a
+// second transaction beside it (docs/benchmarks.md). Were there more, each
+// locks its claims in key order and then its jobs, so two never deadlock.
+const endConcurrency = 1
 
 // completer ends delivery jobs: each job's final outcome is written in the
 // transaction that completes the job. Concurrent ends share a transaction
