@@ -61,6 +61,9 @@ COMMIT;
 //   - ingest at full rate with the worker running beside it, as a pair
 //     runs at peak: what share of the accepted events reached the
 //     downstream by the time the last was accepted;
+//   - the drain and the pair again with the worker's slots sized for this
+//     downstream (BENCH_SIZED_CONCURRENCY, default 400; see
+//     sizedConcurrency);
 //   - the scaling run: two ingest processes, then two workers.
 //
 // It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
@@ -74,7 +77,7 @@ func BenchmarkSystem(b *testing.B) {
 	pg := postmaster(b, db.Pool)
 
 	down := newSink(b)
-	cfg := writeConfig(b, down.URL)
+	cfg := writeConfig(b, down.URL, workerConcurrency())
 	env := []string{"DATABASE_URL=" + db.URL, "BENCH_STRIPE=" + benchSecret, "HOOKGATE_LOG_LEVEL=warn"}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
@@ -151,26 +154,51 @@ func BenchmarkSystem(b *testing.B) {
 	// Ingest and the worker at once, as a pair runs at peak: how much of
 	// what was accepted had reached the downstream when the last event was
 	// accepted, and how long the rest took.
-	pairEvents := events("evt_pair", n)
-	pair, err := hammer("ingest, the worker running", n, func(i int) error { return post(url, pairEvents[i]) })
-	if err != nil {
-		b.Fatal(err)
-	}
-	loadEnd := time.Now()
-	waitDrained(b, db.Pool, down, backlog+light+n)
-	var kept int
-	var lastArrival time.Time
-	for i := range n {
-		t := down.arrived(fmt.Sprintf("evt_pair_%d", i))
-		if !t.After(loadEnd) {
-			kept++
+	total := backlog + light
+	runPair := func(name, prefix string) pairRun {
+		evs := events(prefix, n)
+		p, err := hammer(name, n, func(i int) error { return post(url, evs[i]) })
+		if err != nil {
+			b.Fatal(err)
 		}
-		if t.After(lastArrival) {
-			lastArrival = t
+		r := pairRun{phase: p}
+		loadEnd := time.Now()
+		total += n
+		waitDrained(b, db.Pool, down, total)
+		var last time.Time
+		for i := range n {
+			t := down.arrived(fmt.Sprintf("%s_%d", prefix, i))
+			if !t.After(loadEnd) {
+				r.kept++
+			}
+			if t.After(last) {
+				last = t
+			}
 		}
+		r.tail = last.Sub(loadEnd)
+		return r
 	}
+	pair := runPair("ingest, the worker running", "evt_pair")
 	ingestRSS, workerRSS := peakRSS(ingest.pid()), peakRSS(worker.pid())
 	worker.stop(b)
+
+	// The drain and the pair again, the worker's slots sized for this
+	// downstream: with an instant one, a slot's cycle is River's fetch,
+	// the load and the end, and 100 slots cap the drain there.
+	sizedCfg := writeConfig(b, down.URL, sizedConcurrency())
+	sizedEvents := events("evt_backlog", n)
+	if _, err := hammer("backlog", n, func(i int) error { return post(url, sizedEvents[i]) }); err != nil {
+		b.Fatal(err)
+	}
+	pgS0 := pg.cpu()
+	sized := startBinary(b, bins, "worker", sizedCfg, env)
+	total += n
+	waitDrained(b, db.Pool, down, total)
+	sizedCPU, sizedPG := cpuOf(sized.pid()), pg.cpu()-pgS0
+	sizedDrain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_backlog_%'`)
+	sizedPair := runPair(fmt.Sprintf("the same, %d slots", sizedConcurrency()), "evt_pair_sized")
+	sizedRSS := peakRSS(sized.pid())
+	sized.stop(b)
 
 	// Scaling: two ingest processes, then two workers, on the same database.
 	ingest2 := startBinary(b, bins, "ingest", cfg, env)
@@ -185,7 +213,8 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	ingest2.stop(b)
 	w1, w2 := startBinary(b, bins, "worker", cfg, env), startBinary(b, bins, "worker", cfg, env)
-	waitDrained(b, db.Pool, down, backlog+light+n+4*concurrency+n)
+	total += 4*concurrency + n
+	waitDrained(b, db.Pool, down, total)
 	drain2 := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_scaled_%'`)
 	w1.stop(b)
 	w2.stop(b)
@@ -195,38 +224,66 @@ func BenchmarkSystem(b *testing.B) {
 	per1k := func(sec float64, events int) float64 { return sec / float64(events) * 1000 }
 	mib := func(kb int) float64 { return float64(kb) / 1024 }
 	out := os.Stdout
-	fmt.Fprintf(out, "\nsystem, %d senders, %d events per phase, worker.concurrency %d\n", concurrency, n, workerConcurrency())
+	fmt.Fprintf(out, "\nsystem, %d senders, %d events per phase, worker.concurrency %d (sized: %d)\n",
+		concurrency, n, workerConcurrency(), sizedConcurrency())
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", tps)
-	for _, p := range []phase{a, st, pair, a2} {
+	for _, p := range []phase{a, st, pair.phase, sizedPair.phase, a2} {
 		fmt.Fprintln(out, p)
 	}
 	fmt.Fprintf(out, "%-40s %9.0f jobs/s\n", "River, no-op drain", riverRate)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", drain)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("worker drain, %d slots", sizedConcurrency()), sizedDrain)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker x2 drain", drain2)
-	fmt.Fprintf(out, "%-40s %9.0f events/s while accepting; the rest within %.0f ms\n",
-		"the worker, beside ingest", float64(kept)/pair.elapsed.Seconds(), ms(lastArrival.Sub(loadEnd)))
+	for _, p := range []struct {
+		name string
+		r    pairRun
+	}{{"the worker, beside ingest", pair}, {fmt.Sprintf("the same, %d slots", sizedConcurrency()), sizedPair}} {
+		fmt.Fprintf(out, "%-40s %9.0f events/s while accepting; the rest within %.0f ms\n",
+			p.name, float64(p.r.kept)/p.r.elapsed.Seconds(), ms(p.r.tail))
+	}
 	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", floor.name, ms(floor.pct(0.50)), ms(floor.pct(0.99)))
 	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", lat.name, ms(lat.pct(0.50)), ms(lat.pct(0.99)))
-	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining\n",
-		per1k(ingestCPU, n), per1k(ingestPG, n), per1k(workerCPU, backlog), per1k(workerPG, backlog))
-	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB\n", mib(ingestRSS), mib(workerRSS))
+	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining"+
+		" (%d slots: %.2f + %.2f)\n", per1k(ingestCPU, n), per1k(ingestPG, n), per1k(workerCPU, backlog), per1k(workerPG, backlog),
+		sizedConcurrency(), per1k(sizedCPU, n), per1k(sizedPG, n))
+	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB (%d slots: %.0f MiB)\n",
+		mib(ingestRSS), mib(workerRSS), sizedConcurrency(), mib(sizedRSS))
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
 	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
 	fmt.Fprintf(out, "  ingest p99 at %d senders         %5.1f ms (<= 50 ms)\n", concurrency, ms(a.pct(0.99)))
 	fmt.Fprintf(out, "  storm / new events               %5.2f  (>= 1.5)\n", st.rate()/a.rate())
-	fmt.Fprintf(out, "  worker drain / ingest            %5.2f  (>= 1.0)\n", drain/a.rate())
+	fmt.Fprintf(out, "  worker drain / ingest            %5.2f  (>= 1.0); %.2f at %d slots\n",
+		drain/a.rate(), sizedDrain/a.rate(), sizedConcurrency())
 	fmt.Fprintf(out, "  worker drain / River no-op       %5.2f\n", drain/riverRate)
-	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace)\n", float64(kept)/float64(n))
+	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace); %.2f at %d slots\n",
+		float64(pair.kept)/float64(n), float64(sizedPair.kept)/float64(n), sizedConcurrency())
 	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
 		ms(lat.pct(0.99)), float64(lat.pct(0.99))/float64(floor.pct(0.99)))
-	fmt.Fprintf(out, "  peak RSS ingest / worker         %3.0f / %3.0f MiB (<= 64 MiB each)\n", mib(ingestRSS), mib(workerRSS))
+	fmt.Fprintf(out, "  peak RSS ingest / worker         %3.0f / %3.0f MiB (<= 64 MiB each); worker %.0f MiB at %d slots\n",
+		mib(ingestRSS), mib(workerRSS), mib(sizedRSS), sizedConcurrency())
 	fmt.Fprintf(out, "  2 ingest / 1 ingest              %5.2f\n", a2.rate()/a.rate())
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n\n", drain2/drain)
 	b.ReportMetric(a.rate()/tps, "ingest/pgbench")
 	b.ReportMetric(drain/a.rate(), "drain/ingest")
-	b.ReportMetric(float64(kept)/float64(n), "pair_delivered/accepted")
+	b.ReportMetric(sizedDrain/a.rate(), "sized_drain/ingest")
+	b.ReportMetric(float64(pair.kept)/float64(n), "pair_delivered/accepted")
+	b.ReportMetric(float64(sizedPair.kept)/float64(n), "sized_pair_delivered/accepted")
 	b.ReportMetric(ms(lat.pct(0.99)), "light_p99_ms")
 }
+
+// pairRun is a pair phase: ingest at full rate with the worker beside it;
+// kept is how many of its events reached the downstream by the time the
+// last was accepted, tail how long the rest took after that.
+type pairRun struct {
+	phase
+	kept int
+	tail time.Duration
+}
+
+// sizedConcurrency is the worker.concurrency of the system benchmark's
+// sized phases, BENCH_SIZED_CONCURRENCY (default 400): enough slots to
+// cover a slot's cycle at an instant downstream's rate (docs/scaling.md).
+func sizedConcurrency() int { return envInt("BENCH_SIZED_CONCURRENCY", 400) }
 
 type signedEvent struct {
 	body   []byte
@@ -329,7 +386,7 @@ func buildBinaries(b *testing.B) binaries {
 	return binaries{dir: dir}
 }
 
-func writeConfig(b *testing.B, downstream string) string {
+func writeConfig(b *testing.B, downstream string, slots int) string {
 	b.Helper()
 	cfg := fmt.Sprintf(`
 worker:
@@ -343,7 +400,7 @@ routes:
     provider: stripe
     events: ["invoice.*"]
     url: %s/sink
-`, workerConcurrency(), downstream)
+`, slots, downstream)
 	path := filepath.Join(b.TempDir(), "hookgate.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
