@@ -97,7 +97,7 @@ routes:
 		}
 	}
 	b.StopTimer()
-	if _, err := db.Pool.Exec(ctx, `TRUNCATE river_job, webhook_deliveries, webhook_event_claims`); err != nil {
+	if _, err := db.Pool.Exec(ctx, `TRUNCATE river_job, webhook_business_keys, webhook_deliveries, webhook_event_claims`); err != nil {
 		b.Fatal(err)
 	}
 
