@@ -164,9 +164,9 @@ type Attempt struct {
 // lockClaimsSQL takes the row locks of the claims of arrays of keys, in
 // key order, so that transactions settling overlapping sets of deliveries
 // never deadlock: every change of a delivery's status holds its claim's
-// lock first. One index lookup per key: a plain join here is planned as a hash join over the
-// whole table (Postgres cannot estimate a two-column match against an
-// array), which grows with the table.
+// lock first. One index lookup per key: a plain join here is planned as a
+// hash join over the whole table (Postgres cannot estimate a two-column
+// match against an array), which grows with the table.
 const lockClaimsSQL = `
 SELECT 1
 FROM (SELECT * FROM unnest($1::text[], $2::text[]) AS k(provider, event_id) ORDER BY 1, 2) k
@@ -195,7 +195,7 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) ([]bool,
 	queueLockClaims(&b, attempts)
 	recorded := queueRecordAttempts(&b, attempts, nil)
 	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("recording %d attempts: %w", len(attempts), err)
 	}
 	return recorded, nil
 }

@@ -75,10 +75,10 @@ type JobRun struct {
 // transaction is s's when s is one Transact handed out; else the
 // statements, sent together, run as one implicit transaction that commits
 // once all have succeeded (pgx.Conn.SendBatch), so no BEGIN or COMMIT
-// costs a round trip of its own. It locks the claims first, in key order, then the jobs, in id
-// order: every path that settles a delivery takes its claim's lock before
-// its job's, so two transactions sharing a job wait at the claim instead
-// of deadlocking.
+// costs a round trip of its own. It locks the claims first, in key order,
+// then the jobs, in id order: every path that settles a delivery takes its
+// claim's lock before its job's, so two transactions sharing a job wait at
+// the claim instead of deadlocking.
 //
 // River's fence: only jobs still running the attempt that ended are
 // touched. A job River rescued meanwhile and started again (a higher
