@@ -29,32 +29,12 @@ func BenchmarkScaling(b *testing.B) {
 	ctx := context.Background()
 	n := envInt("BENCH_SCALING_EVENTS", 6000)
 	db := dbtest.NewDB(b)
-	dir := b.TempDir()
-	for _, name := range []string{"ingest", "worker"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/hookgate/hookgate/cmd/"+name).CombinedOutput(); err != nil {
-			b.Fatalf("building %s: %v\n%s", name, err, out)
-		}
-	}
+	bins := buildBinaries(b)
 	down := newSink(b)
-	cfgPath := filepath.Join(dir, "hookgate.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `
-worker:
-  concurrency: %d
-providers:
-  - name: stripe
-    scheme: stripe
-    secrets_env: [BENCH_STRIPE]
-routes:
-  - name: sink
-    provider: stripe
-    events: ["*"]
-    url: %s/sink
-`, workerConcurrency(), down.URL), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	cfgPath := writeConfig(b, down.URL, workerConcurrency())
 	start := func(name string) (*process, string) {
 		addr := proctest.FreeAddr(b)
-		cmd := exec.Command(filepath.Join(dir, name), "--config", cfgPath, "--listen", addr)
+		cmd := exec.Command(filepath.Join(bins.dir, name), "--config", cfgPath, "--listen", addr)
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "BENCH_STRIPE="+benchSecret, "HOOKGATE_LOG_LEVEL=error")
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Start(); err != nil {
