@@ -19,7 +19,7 @@ import (
 // started is gone with it.
 const (
 	// politeChild says when it is asked to stop, then stops.
-	politeChild = `echo "$0 up"; trap 'echo "$0 got TERM"; exit 0' TERM; while :; do sleep 0.1; done`
+	politeChild = `trap 'echo "$0 got TERM"; exit 0' TERM; echo "$0 up"; while :; do sleep 0.1; done`
 	// stubbornChild ignores SIGTERM, and so does its sleep.
 	stubbornChild = `trap '' TERM; echo "$0 up"; while :; do sleep 0.1; done`
 )
