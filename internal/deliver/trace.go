@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -82,17 +83,18 @@ func endAttempt(span trace.Span, err error) {
 	span.End()
 }
 
-// startDownstream starts the client span of the downstream request; inject
-// then writes its traceparent into the request's headers.
-func (tr tracer) startDownstream(ctx context.Context, r string, target string) (context.Context, trace.Span) {
+// startDownstream starts the client span of route r's downstream request,
+// named by its method as OpenTelemetry's HTTP conventions name client spans;
+// inject then writes its traceparent into the request's headers.
+func (tr tracer) startDownstream(ctx context.Context, r *route.Route) (context.Context, trace.Span) {
 	if tr.t == nil {
 		return ctx, nil
 	}
-	attrs := []attribute.KeyValue{attribute.String("http.request.method", http.MethodPost), attribute.String("hookgate.route", r)}
-	if u, err := url.Parse(target); err == nil {
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", r.Method), attribute.String("hookgate.route", r.Name)}
+	if u, err := url.Parse(r.URL); err == nil {
 		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 	}
-	return tr.t.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return tr.t.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // inject writes ctx's trace context (traceparent) into h.

@@ -313,7 +313,7 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	timeout := r.Timeout.D()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx, span := w.tracer.startDownstream(ctx, r.Name, r.URL)
+	ctx, span := w.tracer.startDownstream(ctx, r)
 	o := w.send(ctx, r, d, attempt, timeout)
 	endDownstream(span, o)
 	return o

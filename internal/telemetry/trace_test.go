@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -52,7 +53,9 @@ func TestOneTraceFromProviderToDownstream(t *testing.T) {
 
 	got := make(chan http.Header, 1)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- r.Header.Clone()
+		h := r.Header.Clone()
+		h.Set("X-Test-Method", r.Method)
+		got <- h
 	}))
 	t.Cleanup(down.Close)
 
@@ -67,6 +70,7 @@ routes:
     provider: sw
     events: ["*"]
     url: %s/ship
+    method: PUT
 `, down.URL)), 0o600))
 	cfg, err := config.Load(cfgPath)
 	require.NoError(t, err)
@@ -152,7 +156,7 @@ routes:
 	}, 30*time.Second, 10*time.Millisecond, "the attempt's and River's job spans end")
 	spans := byName()
 
-	request, claimSpan, attempt, downstream := spans["POST /webhooks/:provider"], spans["hookgate.claim"], spans["hookgate.attempt"], spans["POST"]
+	request, claimSpan, attempt, downstream := spans["POST /webhooks/:provider"], spans["hookgate.claim"], spans["hookgate.attempt"], spans["PUT"]
 	for name, s := range map[string]tracetest.SpanStub{"request": request, "claim": claimSpan, "attempt": attempt, "downstream": downstream} {
 		require.Equal(t, providerTrace, s.SpanContext.TraceID(), "%s span is in the provider's trace", name)
 	}
@@ -163,6 +167,9 @@ routes:
 	require.Equal(t, request.SpanContext.SpanID(), attempt.Parent.SpanID(), "the attempt is a child of the accepting request")
 	require.Equal(t, attempt.SpanContext.SpanID(), downstream.Parent.SpanID(), "the downstream request is the attempt's")
 	require.Equal(t, trace.SpanKindClient, downstream.SpanKind)
+	require.Equal(t, "PUT", h.Get("X-Test-Method"))
+	require.Contains(t, downstream.Attributes, attribute.String("http.request.method", "PUT"),
+		"the downstream span names the route's method")
 
 	want := "00-" + providerTrace.String() + "-" + downstream.SpanContext.SpanID().String() + "-01"
 	require.Equal(t, want, h.Get("traceparent"), "the downstream sees the downstream request's span as its parent")
