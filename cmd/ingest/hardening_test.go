@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func signHooky(id, event string, body []byte) request {
@@ -82,8 +85,7 @@ func TestReplayGuard(t *testing.T) {
 		body := []byte(`{"ref": "refs/heads/retained"}`)
 		require.Equal(t, accepted, b.post(t, signGitHub("kept-1", "push", body)).body)
 		require.Equal(t, duplicate, b.post(t, signGitHub("kept-2", "push", body)).body)
-		_, err := b.pool.Exec(context.Background(), `DELETE FROM webhook_event_claims WHERE provider = 'github' AND event_id = 'kept-1'`)
-		require.NoError(t, err)
+		testfactory.DeleteClaim(context.Background(), t, b.pool, claim.EventKey{Provider: "github", EventID: "kept-1"})
 		require.Equal(t, accepted, b.post(t, signGitHub("kept-2", "push", body)).body)
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestClaimsExport(t *testing.T) {
@@ -30,8 +31,7 @@ func TestClaimsExport(t *testing.T) {
 			[]string{"ship"}, true)
 		require.NoError(t, err)
 	}
-	_, err = db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET payload = NULL WHERE event_id = 'evt_3'`)
-	require.NoError(t, err)
+	testfactory.SetClaim(t.Context(), t, db.Pool, claim.EventKey{Provider: "stripe", EventID: "evt_3"}, &testfactory.ClaimOpts{ClearPayload: true})
 	export := func(args ...string) []map[string]any {
 		t.Helper()
 		var out bytes.Buffer

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -482,8 +483,7 @@ func TestClaimReplayGuard(t *testing.T) {
 	}
 
 	// Deleted with the claim.
-	_, err = b.db.Pool.Exec(ctx, `DELETE FROM webhook_event_claims WHERE provider = 'github' AND event_id = $1`, winner)
-	require.NoError(t, err)
+	testfactory.DeleteClaim(ctx, t, b.db.Pool, claim.EventKey{Provider: "github", EventID: winner})
 	res, err = b.store.Claim(ctx, guarded("after-delete", `{"same": "body"}`), nil, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.ClaimedIgnored, res.Decision)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // exported runs Export with f and returns copies of what it yielded.
@@ -58,7 +59,7 @@ func TestExport(t *testing.T) {
 	for k, ts := range at {
 		b.exec(t, `UPDATE webhook_event_claims SET first_seen_at = $3 WHERE provider = $1 AND event_id = $2`, k[0], k[1], ts)
 	}
-	b.exec(t, `UPDATE webhook_event_claims SET payload = NULL WHERE event_id = 'evt_c'`)
+	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_c"}, &testfactory.ClaimOpts{ClearPayload: true})
 	all := []string{"stripe/evt_a", "github/evt_b", "github/evt_tie_2", "stripe/evt_tie_1", "stripe/evt_tie_3", "stripe/evt_c"}
 
 	for _, tt := range []struct {

@@ -12,11 +12,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/migrate"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // TestEndsReleasedWhenPostgresFreezes freezes Postgres (SIGSTOP on a cluster
@@ -45,8 +47,8 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 		require.NoError(t, err)
 		keys[i] = claim.Key{Provider: "p", EventID: id, Route: "r"}
 	}
-	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()`)
-	require.NoError(t, err)
+	testfactory.SetJobs(ctx, t, pool, testfactory.JobWhere{},
+		&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})
 	jobs := make([]*river.Job[claim.DeliveryArgs], n)
 	for i, k := range keys {
 		var id int64

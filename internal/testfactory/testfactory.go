@@ -39,6 +39,8 @@ type ClaimOpts struct {
 	Payload     []byte // default `{}`
 	FirstSeenAt *When  // default now
 	UpdatedAt   *When  // default now
+	// ClearPayload clears the payload, as retention does (SetClaim only).
+	ClearPayload bool
 	// Deliveries, by route, are inserted with the claim (Claim only).
 	Deliveries map[string]*DeliveryOpts
 }
@@ -101,6 +103,9 @@ func SetClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.EventKe
 	}
 	u.setTime("first_seen_at", opts.FirstSeenAt)
 	u.setTime("updated_at", opts.UpdatedAt)
+	if opts.ClearPayload {
+		u.set("payload = NULL")
+	}
 	u.run(ctx, tb, exec, "webhook_event_claims", "provider = %s AND event_id = %s", k.Provider, k.EventID)
 }
 
