@@ -118,7 +118,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	maxAttempts := cfg.MaxAttempts
-	reconciler := deliver.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
+	reconciler := maintenance.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
