@@ -106,28 +106,60 @@ WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT
 // reopenBatch is how many failed claims ReopenFailed reads at a time.
 const reopenBatch = 500
 
+// failedPage is a page of the failed claims that failed no later than
+// before, optionally of one provider, in (updated_at, provider, event_id)
+// order after the cursor after (none when nil): keyset pagination, so a
+// claim left failed by its reopen (it had nothing to reopen) is read once.
+func (s *Store) failedPage(ctx context.Context, provider string, before time.Time, after *failedCursor, limit int) ([]failedCursor, error) {
+	var at *time.Time
+	var p, id string
+	if after != nil {
+		at, p, id = &after.UpdatedAt, after.Provider, after.EventID
+	}
+	rows, err := s.db.Query(ctx, `SELECT updated_at, provider, event_id FROM webhook_event_claims
+WHERE status = 'failed' AND ($1 = '' OR provider = $1) AND updated_at <= $2
+  AND ($3::timestamptz IS NULL OR (updated_at, provider, event_id) > ($3, $4, $5))
+ORDER BY updated_at, provider, event_id LIMIT $6`, provider, before, at, p, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	page, err := pgx.CollectRows(rows, pgx.RowToStructByPos[failedCursor])
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	return page, nil
+}
+
+// failedCursor is where a page of failed claims ends.
+type failedCursor struct {
+	UpdatedAt time.Time
+	Provider  string
+	EventID   string
+}
+
 // ReopenFailed reopens every failed claim, optionally of one provider,
 // oldest failure first, as Reopen does one; it reads them reopenBatch at a
-// time rather than all at once. A claim reopened
-// here that fails again during the run comes back in a later batch and is
-// not reopened twice. A claim reopened or deleted meanwhile by someone else
-// is skipped. reopened, when not nil, is called after each claim with the
-// number of its deliveries reopened. It returns the totals so far, also
-// with an error.
+// time rather than all at once, each page after the last (keyset
+// pagination). Only claims that had failed when the run began are read: a
+// claim reopened here that fails again during the run has failed since,
+// and is not reopened twice. A claim reopened or deleted meanwhile by
+// someone else is skipped, and so is one with no delivery to reopen.
+// reopened, when not nil, is called after each claim with the number of
+// its deliveries reopened. It returns the totals so far, also with an
+// error.
 func (s *Store) ReopenFailed(ctx context.Context, provider string, force bool, reopened func(k EventKey, deliveries int)) (claims, deliveries int, err error) {
-	seen := map[EventKey]bool{}
+	var start time.Time
+	if err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&start); err != nil {
+		return 0, 0, fmt.Errorf("listing failed claims: %w", err)
+	}
+	var after *failedCursor
 	for {
-		keys, err := s.FailedKeys(ctx, provider, reopenBatch)
+		page, err := s.failedPage(ctx, provider, start, after, reopenBatch)
 		if err != nil {
 			return claims, deliveries, err
 		}
-		fresh := 0
-		for _, k := range keys {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			fresh++
+		for _, c := range page {
+			k := EventKey{Provider: c.Provider, EventID: c.EventID}
 			n, err := s.Reopen(ctx, k.Provider, k.EventID, force)
 			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
 				continue
@@ -141,9 +173,10 @@ func (s *Store) ReopenFailed(ctx context.Context, provider string, force bool, r
 				reopened(k, n)
 			}
 		}
-		if fresh == 0 {
+		if len(page) < reopenBatch {
 			return claims, deliveries, nil
 		}
+		after = &page[len(page)-1]
 	}
 }
 
