@@ -144,15 +144,17 @@ type AttemptResult struct {
 // when its claim does not exist.
 func (s *Store) RecordAttempt(ctx context.Context, k Key, r AttemptResult) error {
 	recorded, err := s.RecordAttempts(ctx, []Attempt{{Key: k, Result: r}})
+	if err != nil || recorded[0] {
+		return err
+	}
+	exists, err := s.claimExists(ctx, k)
 	switch {
 	case err != nil:
-		return err
-	case !recorded[0] && !s.claimExists(ctx, k):
+		return fmt.Errorf("recording attempt for %s: %w", k, err)
+	case !exists:
 		return fmt.Errorf("recording attempt for %s: %w", k, ErrNotFound)
-	case !recorded[0]:
-		return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
 	}
-	return nil
+	return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
 }
 
 // Attempt is one delivery's attempt outcome, for RecordAttempts.
@@ -177,11 +179,13 @@ CROSS JOIN LATERAL (
 
 // claimExists reports whether the claim of k exists, to tell ErrNotFound
 // from ErrConflict after the fact; the happy path never asks.
-func (s *Store) claimExists(ctx context.Context, k Key) bool {
+func (s *Store) claimExists(ctx context.Context, k Key) (bool, error) {
 	var ok bool
-	_ = s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
-		k.Provider, k.EventID).Scan(&ok)
-	return ok
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
+		k.Provider, k.EventID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("reading whether the claim exists: %w", err)
+	}
+	return ok, nil
 }
 
 // RecordAttempts is RecordAttempt for many deliveries in one transaction

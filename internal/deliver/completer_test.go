@@ -70,7 +70,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	}
 	const rescuedIdx, settledIdx = 2, 4
 	testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{ID: jobs[rescuedIdx].ID}, &testfactory.JobOpts{Attempt: 2})
-	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.Failed, LastError: "by an operator"})
+	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.DeliveryFailed, LastError: "by an operator"})
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
 	c := newCompleter(gdb, nil, recordTimeout)
