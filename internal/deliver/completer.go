@@ -34,6 +34,7 @@ type completer struct {
 	store   *claim.Store
 	batch   batch.Combiner[*ending, endResult]
 	wait    time.Duration // the longest an end waits for its transaction
+	timeout time.Duration // bounds one record transaction
 	metrics *Metrics
 }
 
@@ -42,7 +43,7 @@ type completer struct {
 // once, and no end waits longer than twice timeout: the batch in flight,
 // then its own. The jobs return an error, and River runs them again.
 func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *completer {
-	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout, metrics: metrics}
+	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout, timeout: timeout, metrics: metrics}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
 		Run: c.run, Isolate: claim.Refused, Observe: metrics.batch}
 	return c
@@ -199,7 +200,7 @@ func (c *completer) interrupted(ctx context.Context, log *slog.Logger, d claim.D
 // record counts a failed attempt that leaves the delivery processing, and
 // adds spent to its attempt_base.
 func (c *completer) record(ctx context.Context, k claim.Key, reason string, spent int) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	return c.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 }

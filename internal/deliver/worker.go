@@ -24,13 +24,15 @@ import (
 )
 
 // attemptGrace is how much longer than a route's timeout River gives one job
-// run: time to load the delivery before the call and record it after.
-const attemptGrace = 5 * time.Second
+// run: time to load the delivery before the call. A fifth of the config's
+// end bound (config.Worker.EndBound): 5s by default.
+func attemptGrace(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() / 5 }
 
 // recordTimeout bounds the transaction that records an attempt. It runs on a
 // context detached from the job's, so that an answer that arrived just as
-// the worker began to stop is still written down.
-const recordTimeout = 10 * time.Second
+// the worker began to stop is still written down. An end may wait for two
+// (see newCompleter): with the grace, the end bound. 10s by default.
+func recordTimeout(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() * 2 / 5 }
 
 // Body bytes read from a response: a short prefix to quote in a failure
 // reason, then up to drainBytes more so the connection can be reused.
@@ -139,7 +141,7 @@ func NewWorker(o Options) (*Worker, error) {
 		clients: map[string]*http.Client{},
 		signers: map[string]*standardwebhooks.Webhook{},
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config)),
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
@@ -189,29 +191,33 @@ func NewHTTPClient(concurrency int) *http.Client {
 }
 
 // JobTimeout is the River client's JobTimeout for cfg: the longest route
-// timeout plus a grace for the database work around the call, but never more
+// timeout plus a grace for the database work before the call, but never more
 // than worker.rescue_after, which River requires.
 func JobTimeout(cfg *config.Config) time.Duration {
 	var longest time.Duration
 	for _, r := range cfg.Routes {
 		longest = max(longest, r.Timeout.D())
 	}
-	return jobTimeout(longest, cfg.Worker.RescueAfter.D())
+	return jobTimeout(cfg, longest)
 }
 
-func jobTimeout(routeTimeout, rescueAfter time.Duration) time.Duration {
-	return min(routeTimeout+attemptGrace, rescueAfter)
+func jobTimeout(cfg *config.Config, routeTimeout time.Duration) time.Duration {
+	return min(routeTimeout+attemptGrace(cfg), cfg.Worker.RescueAfter.D())
 }
 
 // Timeout implements river.Worker: the route's timeout plus a grace, capped
-// by worker.rescue_after so that a live run is never rescued. A job of a
+// by worker.rescue_after. After it the run only records its outcome, for at
+// most two record transactions: config validation keeps the route's timeout
+// plus that end bound under rescue_after, so a live run is never rescued
+// (River's completion does not tell a run's attempt from a newer one's; see
+// config.Worker.EndBound). A job of a
 // route that is gone gets River's default; it makes no call.
 func (w *Worker) Timeout(job *river.Job[claim.DeliveryArgs]) time.Duration {
 	r, ok := w.cfg.Route(job.Args.Route)
 	if !ok {
 		return 0
 	}
-	return jobTimeout(r.Timeout.D(), w.cfg.Worker.RescueAfter.D())
+	return jobTimeout(w.cfg, r.Timeout.D())
 }
 
 // NextRetry implements river.Worker: the route's backoff after the job's
