@@ -163,6 +163,42 @@ type Attempt struct {
 	Result AttemptResult
 }
 
+// JobRun is the run of a delivery job that made an attempt: the job's id
+// and River's attempt number of that run.
+type JobRun struct {
+	ID      int64
+	Attempt int
+}
+
+// EndJobs ends delivery jobs in one transaction and one round trip: for
+// each attempts[i] made by the run jobs[i], it records the outcome (see
+// RecordAttempts) and completes the job, as river.JobCompleteTx would. The
+// transaction is s's when s is one Transact handed out; else the
+// statements, sent together, run as one implicit transaction that commits
+// once all have succeeded (pgx.Conn.SendBatch), so no BEGIN or COMMIT
+// costs a round trip of its own. It locks the claims first, in key order,
+// then the jobs, in id order: every path that settles a delivery takes its
+// claim's lock before its job's, so two transactions sharing a job wait at
+// the claim instead of deadlocking.
+//
+// River's fence: only jobs still running the attempt that ended are
+// touched. A job River rescued meanwhile and started again (a higher
+// attempt) is left alone, and so is its delivery: the new run owns it.
+// live[i] says whether jobs[i] was still running and is now completed;
+// recorded[i] whether attempts[i] was written (false also when the
+// delivery was no longer processing). Keys must be distinct.
+func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) (live, recorded []bool, err error) {
+	var b pgx.Batch
+	queueLockClaims(&b, attempts)
+	s.river().JobLockRunningMany(&b, jobs)
+	recorded = queueRecordAttempts(&b, attempts, jobs)
+	live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
+	}
+	return live, recorded, nil
+}
+
 // lockClaimsSQL takes the row locks of the claims of arrays of keys, in
 // key order, so that transactions settling overlapping sets of deliveries
 // never deadlock: every change of a delivery's status holds its claim's
@@ -275,8 +311,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // never serve it; a ctid is always found directly.
 //
 // An attempt that names its job ($9, $10) is recorded only while that job
-// is still running that attempt (River's fence), its state tested outside
-// its lookup as in lockRunningJobsSQL.
+// is still running that attempt (River's fence; riverTables.jobRunningSQL).
 //
 // The roll-up recomputes each claim's status from its deliveries:
 // completed once all are completed or skipped, failed once one failed and
@@ -284,7 +319,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // and keeps the latest error. Its reads of the deliveries cannot see this
 // statement's own updates, so a delivery just recorded counts with its new
 // status.
-const recordAttemptsSQL = `
+var recordAttemptsSQL = `
 WITH v AS (
     SELECT v.*, x.tid
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[],
@@ -295,9 +330,7 @@ WITH v AS (
         WHERE x.provider = v.provider AND x.event_id = v.event_id AND x.route = v.route
         LIMIT 1 FOR UPDATE) x
     WHERE x.status = 'processing'
-      AND (v.job IS NULL OR EXISTS (
-          SELECT 1 FROM (SELECT j.state FROM river_job j WHERE j.id = v.job AND j.attempt = v.job_attempt LIMIT 1) j
-          WHERE j.state = 'running'))
+      AND (v.job IS NULL OR ` + riverTables{}.jobRunningSQL("v.job", "v.job_attempt") + `)
 ), recorded AS (
     UPDATE webhook_deliveries d SET
         status = v.status,
