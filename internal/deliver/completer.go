@@ -45,7 +45,7 @@ type completer struct {
 func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *completer {
 	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout, timeout: timeout, metrics: metrics}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
-		Run: c.run, Isolate: claim.Refused, Observe: metrics.batch}
+		Run: c.run, Isolate: batch.Refused, Observe: metrics.batch}
 	return c
 }
 

@@ -82,7 +82,7 @@ routes:
 	// Ingest, as cmd/ingest wires it.
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
-	claims := claim.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(tracing).Handler())
