@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claim is one row of webhook_event_claims, without its payload.
-type Claim struct {
+// Record is one row of webhook_event_claims, without its payload.
+type Record struct {
 	Provider     string     `json:"provider"`
 	EventID      string     `json:"event_id"`
 	EventType    string     `json:"event_type"`
@@ -39,7 +39,7 @@ const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), s
     coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
 
 // List returns claims newest first.
-func (s *Store) List(ctx context.Context, f Filter) ([]Claim, error) {
+func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -50,7 +50,7 @@ LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
-	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Claim])
+	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Record])
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
@@ -58,18 +58,18 @@ LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 }
 
 // Get returns one claim and its deliveries (without payload).
-func (s *Store) Get(ctx context.Context, provider, eventID string) (Claim, []Delivery, error) {
+func (s *Store) Get(ctx context.Context, provider, eventID string) (Record, []Delivery, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
 WHERE provider = $1 AND event_id = $2`, provider, eventID)
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
-	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Claim])
+	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Record])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Claim{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
+		return Record{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
 	}
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
 	// Without the payload, which nothing here shows. The business keys a
 	// claim holds are found through their claim index.
@@ -79,11 +79,11 @@ JOIN webhook_event_claims c USING (provider, event_id)
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
 WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	ds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	return c, ds, nil
 }

@@ -31,7 +31,7 @@ func (b *bundle) backdate(t *testing.T, column, provider, id string, ago time.Du
 	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: provider, EventID: id}, opts)
 }
 
-func keysOf(claims []claim.Claim) []string {
+func keysOf(claims []claim.Record) []string {
 	keys := make([]string, len(claims))
 	for i, c := range claims {
 		keys[i] = c.Provider + "/" + c.EventID

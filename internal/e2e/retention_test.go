@@ -125,7 +125,7 @@ func (s *stack) export(check func(line []byte), args ...string) exportRun {
 
 // exported is a line of claims export, as an archive reader decodes it.
 type exported struct {
-	claim.Claim
+	claim.Record
 	Deliveries []struct {
 		Route          string       `json:"route"`
 		Status         claim.Status `json:"status"`
