@@ -304,11 +304,11 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // updated through its row's ctid. Written as a join with the array,
 // Postgres plans it from the processing index as soon as its statistics
 // lag a backlog (a worker catching up after an outage, a fresh table),
-// and then reads every processing delivery for every batch: seen in the
-// drain benchmark, 220 buffers a delivery. The lateral lookup names no
-// status, and its LIMIT keeps Postgres from flattening it or pushing the
-// status test into it (see lockRunningJobsSQL), so the processing index can
-// never serve it; a ctid is always found directly.
+// and then reads every processing delivery for every batch (measured in
+// docs/benchmarks.md). The lateral lookup names no status, and its LIMIT
+// keeps Postgres from flattening it or pushing the status test into it
+// (see lockRunningJobsSQL), so the processing index can never serve it; a
+// ctid is always found directly (TestJobEndsFollowPrimaryKeysWhenStatisticsLag).
 //
 // An attempt that names its job ($9, $10) is recorded only while that job
 // is still running that attempt (River's fence; riverTables.jobRunningSQL).
