@@ -75,9 +75,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "migrate":
 		return cli.Migrate(ctx, "worker", common, rest, env)
 	case "claims":
-		return (&claimsCommand{common: common, env: env}).Run(ctx, rest)
+		return dispatch(ctx, "claims", claimsUsage, common, env, rest, claimsCommands)
 	case "routes":
-		return (&routesCommand{common: common, env: env}).Run(ctx, rest)
+		return dispatch(ctx, "routes", routesUsage, common, env, rest, routesCommands)
 	}
 	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
 }
