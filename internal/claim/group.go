@@ -42,7 +42,9 @@ type GroupOptions struct {
 // of one key in one batch resolve to one claim and duplicates. A batch that
 // the database refuses is split until the event at fault is alone, so that
 // only its request fails; a batch that loses its connection or times out
-// fails all its requests at once.
+// fails all its requests at once. An event holding text the tables cannot
+// store (ErrUnstorable) is failed before the statement, at no cost to the
+// others.
 //
 // Events the batched statement does not cover run alone through
 // Store.Claim: a duplicate that may reopen a failed claim, and a duplicate
@@ -228,6 +230,18 @@ type groupRow struct {
 // keys and holders other transactions committed while it waited on them,
 // and the status of claims left with no delivery to run.
 func (g *Group) run(ctx context.Context, calls []*groupCall) ([]Result, error) {
+	// An event the tables cannot hold is failed before any statement: the
+	// others run again at once as a batch, so it costs them no round trip,
+	// where a statement the database refused would be split and rerun.
+	faults := batch.Faults{}
+	for i, c := range calls {
+		if err := storable(c.ev, c.routes); err != nil {
+			faults[i] = err
+		}
+	}
+	if len(faults) > 0 {
+		return nil, faults
+	}
 	// Copies of one key resolve here: the first is claimed (or found), the
 	// others are its duplicates.
 	type key struct{ provider, id string }

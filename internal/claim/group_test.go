@@ -4,9 +4,11 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -14,19 +16,32 @@ import (
 )
 
 // groupBundle is a group over a database of the test's own, recording the
-// size of each batch it runs.
+// size of each batch it runs and counting the transactions it begins.
 type groupBundle struct {
 	*bundle
 	group *claim.Group
+	txs   *countingDB
 	mu    sync.Mutex
 	sizes []int
+}
+
+// countingDB counts the transactions begun on its pool.
+type countingDB struct {
+	*pgxpool.Pool
+	begun atomic.Int32
+}
+
+func (c *countingDB) Begin(ctx context.Context) (pgx.Tx, error) {
+	c.begun.Add(1)
+	return c.Pool.Begin(ctx)
 }
 
 func setupGroup(t *testing.T) *groupBundle {
 	t.Helper()
 	g := &groupBundle{bundle: setupDB(t)}
+	g.txs = &countingDB{Pool: g.db.Pool}
 	// One transaction at a time, so that holding one makes the others queue.
-	g.group = claim.NewGroup(g.store, claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
+	g.group = claim.NewGroup(newStore(t, g.txs), claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.sizes = append(g.sizes, n)
@@ -161,19 +176,25 @@ WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attem
 	}
 }
 
-// TestGroupOneBadRequest: an event the database refuses fails only its own
-// request; the others of its batch are claimed and committed.
+// TestGroupOneBadRequest: events holding text the tables cannot store (a
+// NUL in the id, a byte that is not UTF-8 in the Content-Type) fail only
+// their own requests, with ErrUnstorable, and cost the others of their
+// batch no round trip: the batch of seven is one transaction.
 func TestGroupOneBadRequest(t *testing.T) {
 	t.Parallel()
 	g := setupGroup(t)
 	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
-	bad := event("evt_bad\x00") // text cannot hold NUL: Postgres refuses the statement
+	nul := event("evt_bad\x00") // text cannot hold NUL: Postgres would refuse the statement
+	poison := event("evt_poison")
+	poison.ContentType = "\xff" // nor bytes that are not UTF-8 (SQLSTATE 22021)
 	reqs := []*request{
 		{ev: event("evt_1"), routes: []string{"ship"}},
 		{ev: event("evt_2"), routes: []string{"ship"}},
-		{ev: bad, routes: []string{"ship"}},
+		{ev: nul, routes: []string{"ship"}},
 		{ev: event("evt_3"), routes: []string{"ship"}},
+		{ev: poison, routes: []string{"ship"}},
 		{ev: event("evt_4"), routes: []string{"ship"}},
+		{ev: event("evt_5"), routes: []string{"ship"}},
 	}
 	g.queue(t, done, reqs)
 	release()
@@ -181,8 +202,8 @@ func TestGroupOneBadRequest(t *testing.T) {
 	require.NoError(t, held.err)
 
 	for _, r := range reqs {
-		if r.ev.ID == bad.ID {
-			require.Error(t, r.err)
+		if r.ev.ID == nul.ID || r.ev.ID == poison.ID {
+			require.ErrorIs(t, r.err, claim.ErrUnstorable, r.ev.ID)
 			continue
 		}
 		require.NoError(t, r.err, r.ev.ID)
@@ -190,8 +211,15 @@ func TestGroupOneBadRequest(t *testing.T) {
 		_, ds := g.get(t, r.ev.ID)
 		require.Len(t, ds, 1)
 	}
-	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims`))
-	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM river_job`))
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the seven shared one batch")
+	require.EqualValues(t, 2, g.txs.begun.Load(), "one transaction for the held claim, one for the batch: none split off")
+	require.Equal(t, 6, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims`))
+	require.Equal(t, 6, count(t, g.db.Pool, `SELECT count(*) FROM river_job`))
+
+	// Alone, through the store, the same events fail the same way.
+	_, err := g.store.Claim(t.Context(), poison, []string{"ship"}, false)
+	require.ErrorIs(t, err, claim.ErrUnstorable)
+	require.ErrorContains(t, err, "the Content-Type is not UTF-8 text", "the field is named, not quoted")
 }
 
 // TestGroupReopensAlone: a redelivery of a failed event, batched with

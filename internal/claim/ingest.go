@@ -198,12 +198,16 @@ var errVanished = errors.New("the claim was deleted while it was being read; try
 // missing gets a failed delivery and no job. Only the call that inserts the
 // claim does this; any other call for the same key is a Duplicate, except
 // that with reopen a failed claim has its failed deliveries reopened (see
-// Reopen). Nothing is committed when an error is returned.
+// Reopen). Nothing is committed when an error is returned. An event holding
+// text the tables cannot store fails with ErrUnstorable, before any statement.
 //
 // A duplicate whose claim is deleted by retention between the insert that
 // saw it and the read of its status is claimed anew, in a new transaction:
 // retention deleted it, so this is the redelivery after retention.
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
+	if err := storable(ev, routes); err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
 	var res Result
 	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
 	claimOnce := func(tx *Store) error {
