@@ -119,6 +119,7 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		}
 		return "invalid", "", err
 	}
+	linkCaller(req.Context())
 
 	encoding, err := contentEncoding(req.Header)
 	if err != nil {
