@@ -70,7 +70,6 @@ type lostAnswerProxy struct {
 	armed atomic.Bool
 	lost  chan struct{} // closed once a COMMIT's answer is being dropped
 
-	ln    net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]bool
 	wg    sync.WaitGroup
@@ -87,7 +86,7 @@ func startLostAnswerProxy(t *testing.T, databaseURL string) *lostAnswerProxy {
 	q := u.Query()
 	q.Set("sslmode", "disable") // so that the proxy reads plain protocol messages
 	u.RawQuery = q.Encode()
-	p := &lostAnswerProxy{url: u.String(), lost: make(chan struct{}), ln: ln, conns: map[net.Conn]bool{}}
+	p := &lostAnswerProxy{url: u.String(), lost: make(chan struct{}), conns: map[net.Conn]bool{}}
 	p.wg.Go(func() {
 		for {
 			client, err := ln.Accept()
