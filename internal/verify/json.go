@@ -53,7 +53,8 @@ func fromJSON(obj map[string]any, path string) value {
 }
 
 // checkUnambiguous refuses a body in which a key along one of paths (dotted
-// object keys, as for fromJSON) appears more than once in its object,
+// object keys, as for fromJSON, where a "[]" segment stands for every
+// element of an array) appears more than once in its object,
 // counting keys that differ only in letter case as the same. Parsers
 // disagree on such bodies: encoding/json (and stripe-go) matches keys
 // without regard to case and keeps the last duplicate, others keep the
@@ -90,7 +91,29 @@ func walkPaths(dec *json.Decoder, paths [][]string) (dup string, err error) {
 	if !ok {
 		return "", nil
 	}
-	if d == '[' || len(paths) == 0 {
+	if d == '[' {
+		var each [][]string
+		for _, p := range paths {
+			if p[0] == "[]" && len(p) > 1 {
+				each = append(each, p[1:])
+			}
+		}
+		if len(each) == 0 {
+			return "", skipRest(dec)
+		}
+		for dec.More() {
+			inner, err := walkPaths(dec, each)
+			if err != nil {
+				return "", err
+			}
+			if dup == "" {
+				dup = inner
+			}
+		}
+		_, err = dec.Token() // the closing bracket
+		return dup, err
+	}
+	if len(paths) == 0 {
 		return "", skipRest(dec)
 	}
 	seen := map[string]bool{}
