@@ -96,6 +96,11 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 			IDFrom:          p.IDFrom,
 			TypeFrom:        p.TypeFrom,
 			TimestampHeader: p.TimestampHeader,
+			NotificationURL: p.NotificationURL,
+			WebhookID:       p.WebhookID,
+			CertFile:        p.CertFile,
+			CAFile:          p.CAFile,
+			ScopeFrom:       p.ScopeFrom,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)

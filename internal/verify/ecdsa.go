@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 )
 
@@ -37,6 +38,9 @@ func ecdsaCheck(keys [][]byte) (func(ts, body, sig []byte) bool, error) {
 // parseECDSAKey reads a PKIX public key, PEM or base64 DER (SendGrid shows
 // the latter), which must be ECDSA on P-256.
 func parseECDSAKey(key []byte) (*ecdsa.PublicKey, error) {
+	if _, err := parseEd25519Key(key); err == nil {
+		return nil, errors.New("is an Ed25519 key, not an ECDSA P-256 public key")
+	}
 	pub, err := parsePKIX(key)
 	if err != nil {
 		return nil, fmt.Errorf("is not an ECDSA P-256 public key: it %w", err)

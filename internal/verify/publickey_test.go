@@ -149,7 +149,7 @@ func TestPublicKeyParsing(t *testing.T) {
 		{"ed25519", "d75a98", "is not an Ed25519 public key"},
 		{"ecdsa", sendGridDocPublicKey, ""},
 		{"ecdsa", pemOf(p384), "is an ECDSA P-384 key, not an ECDSA P-256 public key"},
-		{"ecdsa", discordPublicKeyHex, "is not an ECDSA P-256 public key"},
+		{"ecdsa", discordPublicKeyHex, "is an Ed25519 key, not an ECDSA P-256 public key"},
 		{"ecdsa", pemOf(edDER), "is an Ed25519 key, not an ECDSA P-256 public key"},
 		{"ecdsa", strings.Replace(pemOf(rsaDER), "PUBLIC KEY", "RSA PUBLIC KEY", 2), `is not an ECDSA P-256 public key: it is a PEM "RSA PUBLIC KEY" block, not PUBLIC KEY`},
 	} {

@@ -16,8 +16,10 @@ const scopeSeparator = ":"
 // wraps: for providers whose ids are unique only per account or shop (a
 // Stripe Connect platform's account, Adyen's merchantAccountCode, Shopify's
 // shop domain). The scope is read only after the signature is verified,
-// from a header or the body, and the composed id is what is claimed and
-// what the downstream key is made of.
+// from a header or the body (where a segment of digits indexes an array,
+// for Adyen's notificationItems.0.NotificationRequestItem.merchantAccountCode),
+// and the composed id is what is claimed and what the downstream key is
+// made of.
 type scopedVerifier struct {
 	inner Verifier
 	from  source
@@ -48,7 +50,10 @@ func (v *scopedVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 			return Event{}, err
 		}
 	}
-	scope := v.from.read(h, obj)
+	scope := fromHeader(h, v.from.header)
+	if v.from.jsonPath != "" {
+		scope = fromJSONPath(obj, v.from.jsonPath, true)
+	}
 	switch {
 	case !scope.present:
 		return Event{}, invalid(reasonMissingScope, "scope ("+v.spec+") is missing")

@@ -44,3 +44,13 @@ func TestScopeFrom(t *testing.T) {
 	_, err = New(Config{Scheme: "stripe", Secrets: [][]byte{[]byte(secret)}, ScopeFrom: "query:account"})
 	require.EqualError(t, err, `scope_from "query:account" must be header:NAME or json:dotted.path`)
 }
+
+func TestScopeFromAdyenMerchantAccount(t *testing.T) {
+	t.Parallel()
+	v, err := New(Config{Scheme: "adyen", Secrets: [][]byte{[]byte(adyenDocKey)},
+		ScopeFrom: "json:notificationItems.0.NotificationRequestItem.merchantAccountCode"})
+	require.NoError(t, err)
+	ev, err := v.Verify(adyenBody(t, adyenDocItem()), http.Header{}, testNow())
+	require.NoError(t, err)
+	require.Equal(t, "merchantAccount:pspReference:EVENT", ev.ID)
+}
