@@ -127,9 +127,16 @@ type Provider struct {
 	// request signed with any one of them is accepted, which is how secrets
 	// rotate. Every scheme but paypal, ed25519 and ecdsa needs at least one.
 	SecretsEnv []string `yaml:"secrets_env"`
+	// SecretsFile names files holding signing secrets, beside SecretsEnv
+	// (a mounted Kubernetes secret): ingest reads them at start and again
+	// whenever they change, so a rotation needs no restart. One trailing
+	// newline is not part of the secret.
+	SecretsFile []string `yaml:"secrets_file"`
 	// PublicKeysEnv names environment variables holding public keys, for
 	// ed25519 and ecdsa (which have no secret); any one may verify.
 	PublicKeysEnv []string `yaml:"public_keys_env"`
+	// PublicKeysFile names files holding public keys, as SecretsFile.
+	PublicKeysFile []string `yaml:"public_keys_file"`
 	// Tolerance is how far a signed timestamp may be from now, in either
 	// direction, for schemes that sign one. Default 5m.
 	Tolerance Duration `yaml:"tolerance"`

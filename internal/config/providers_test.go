@@ -34,7 +34,7 @@ func TestProviderSchemes(t *testing.T) {
 		{"ecdsa", `{name: p, scheme: ecdsa, public_keys_env: [K], header: X-Sig, timestamp_header: X-Ts, encoding: base64, id_from: "json:sg_event_id", type_from: "json:event"}`, nil},
 		{"ed25519 bare", `{name: p, scheme: ed25519, secrets_env: [K], prefix: "v1="}`, []string{
 			"providers[0].secrets_env: does not apply to scheme ed25519, which verifies with public_keys_env",
-			"providers[0].public_keys_env: at least one environment variable name is required for scheme ed25519",
+			"providers[0].public_keys_env: at least one environment variable name (or public_keys_file) is required for scheme ed25519",
 			"providers[0].prefix: applies only to scheme hmac, not ed25519",
 			"providers[0].header: is required for scheme ed25519",
 			"providers[0].timestamp_header: is required for scheme ed25519 (the header holding the signed unix timestamp)",
@@ -45,6 +45,12 @@ func TestProviderSchemes(t *testing.T) {
 			"providers[0].notification_url: applies only to scheme square, not stripe",
 			"providers[0].cert_file: applies only to scheme paypal, not stripe",
 		}},
+		{"secrets from a file only", `{name: p, scheme: paddle, secrets_file: [/run/secrets/paddle]}`, nil},
+		{"public keys from a file only", `{name: p, scheme: ed25519, public_keys_file: [/run/keys/discord], header: X-Sig, timestamp_header: X-Ts, id_from: "json:id"}`, nil},
+		{"secrets file path empty", `{name: p, scheme: paddle, secrets_env: [K], secrets_file: [""]}`,
+			[]string{`providers[0].secrets_file[0]: "" is not a file path`}},
+		{"secrets_file on paypal", `{name: p, scheme: paypal, secrets_file: [/run/s], webhook_id: W, cert_file: c, ca_file: ca}`,
+			[]string{"providers[0].secrets_file: does not apply to scheme paypal, which verifies with cert_file"}},
 		{"scope_from malformed", `{name: p, scheme: stripe, secrets_env: [K], scope_from: account}`,
 			[]string{`providers[0].scope_from: "account" must be header:NAME or json:dotted.path`}},
 	} {

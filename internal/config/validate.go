@@ -265,29 +265,34 @@ func (v *validator) provider(key string, p Provider) {
 	case !known:
 		v.add(key+".scheme", "%q is not a known scheme (one of %s)", p.Scheme, strings.Join(schemes, ", "))
 	}
+	secrets := len(p.SecretsEnv) + len(p.SecretsFile)
+	publicKeys := len(p.PublicKeysEnv) + len(p.PublicKeysFile)
+	// refuse names each of keys that is set: they do not apply to the scheme.
+	refuse := func(why string, keys map[string]int) {
+		for _, k := range []string{"secrets_env", "secrets_file", "public_keys_env", "public_keys_file"} {
+			if keys[k] > 0 {
+				v.add(key+"."+k, "%s", why)
+			}
+		}
+	}
 	switch {
 	case !known:
 	case p.Scheme == SchemePayPal:
-		if len(p.SecretsEnv) > 0 {
-			v.add(key+".secrets_env", "does not apply to scheme paypal, which verifies with cert_file")
-		}
-		if len(p.PublicKeysEnv) > 0 {
-			v.add(key+".public_keys_env", "does not apply to scheme paypal, which verifies with cert_file")
-		}
+		refuse("does not apply to scheme paypal, which verifies with cert_file", map[string]int{
+			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile),
+			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
 	case publicKeyScheme(p.Scheme):
-		if len(p.SecretsEnv) > 0 {
-			v.add(key+".secrets_env", "does not apply to scheme %s, which verifies with public_keys_env", p.Scheme)
-		}
-		if len(p.PublicKeysEnv) == 0 {
-			v.add(key+".public_keys_env", "at least one environment variable name is required for scheme %s", p.Scheme)
+		refuse(fmt.Sprintf("does not apply to scheme %s, which verifies with public_keys_env", p.Scheme), map[string]int{
+			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile)})
+		if publicKeys == 0 {
+			v.add(key+".public_keys_env", "at least one environment variable name (or public_keys_file) is required for scheme %s", p.Scheme)
 		}
 	default:
-		if len(p.SecretsEnv) == 0 {
+		if secrets == 0 {
 			v.add(key+".secrets_env", "at least one environment variable name is required")
 		}
-		if len(p.PublicKeysEnv) > 0 {
-			v.add(key+".public_keys_env", "applies only to scheme ed25519, ecdsa, not %s", p.Scheme)
-		}
+		refuse(fmt.Sprintf("applies only to scheme ed25519, ecdsa, not %s", p.Scheme), map[string]int{
+			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
 	}
 	for j, name := range p.SecretsEnv {
 		if !envRE.MatchString(name) {
@@ -297,6 +302,16 @@ func (v *validator) provider(key string, p Provider) {
 	for j, name := range p.PublicKeysEnv {
 		if !envRE.MatchString(name) {
 			v.add(fmt.Sprintf("%s.public_keys_env[%d]", key, j), "%q is not an environment variable name", name)
+		}
+	}
+	for _, f := range []struct {
+		field string
+		paths []string
+	}{{"secrets_file", p.SecretsFile}, {"public_keys_file", p.PublicKeysFile}} {
+		for j, path := range f.paths {
+			if path == "" || strings.ContainsRune(path, 0) {
+				v.add(fmt.Sprintf("%s.%s[%d]", key, f.field, j), "%q is not a file path", path)
+			}
 		}
 	}
 	v.positive(key+".tolerance", p.Tolerance)

@@ -86,7 +86,7 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
 	}
 	for i, p := range cfg.Providers {
-		v, err := verify.New(verify.Config{
+		vc := verify.Config{
 			Scheme:          p.Scheme,
 			Secrets:         secrets.Provider[p.Name],
 			Tolerance:       p.Tolerance.D(),
@@ -101,7 +101,18 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 			CertFile:        p.CertFile,
 			CAFile:          p.CAFile,
 			ScopeFrom:       p.ScopeFrom,
-		})
+		}
+		var v verify.Verifier
+		if files := providerFiles(i, p); len(files) > 0 {
+			build := func(secrets [][]byte) (verify.Verifier, error) {
+				c := vc
+				c.Secrets = secrets
+				return verify.New(c)
+			}
+			v, err = newFileVerifier(p.Name, files, vc.Secrets, build, logger)
+		} else {
+			v, err = verify.New(vc)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)
 		}
