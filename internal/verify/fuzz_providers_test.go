@@ -109,3 +109,57 @@ func FuzzPayPalHeaders(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSquareAndEasyPostHeaders feeds arbitrary signature values to the two
+// body-only HMAC schemes: whatever passes carries the HMAC the sender
+// would compute.
+func FuzzSquareAndEasyPostHeaders(f *testing.F) {
+	f.Add(squareDocSignature, easyPostDocSignature, []byte(squareDocBody))
+	f.Add(squareDocSignature, easyPostDocSignature, []byte(easyPostDocBody))
+	f.Add("", "", []byte(nil))
+	f.Add("====", "hmac-sha256-hex=", []byte("{}"))
+	f.Add(strings.Repeat("A", 44), "HMAC-SHA256-HEX="+strings.Repeat("0", 64), []byte("{}"))
+	square, err := New(Config{Scheme: "square", Secrets: [][]byte{[]byte(squareDocKey)}, NotificationURL: squareDocURL})
+	require.NoError(f, err)
+	easyPost, err := New(Config{Scheme: "easypost", Secrets: [][]byte{[]byte(easyPostDocSecret)}})
+	require.NoError(f, err)
+
+	f.Fuzz(func(t *testing.T, squareSig, easyPostSig string, body []byte) {
+		ev, err := square.Verify(body, headers(squareSignatureHeader, squareSig), testNow())
+		requireWellFormed(t, ev, err, squareDocKey)
+		if signatureVerified(err) {
+			require.Equal(t, macBase64(squareDocKey, squareDocURL, string(body)), squareSig)
+		}
+		ev, err = easyPost.Verify(body, headers(easyPostSignatureHeader, easyPostSig), testNow())
+		requireWellFormed(t, ev, err, easyPostDocSecret)
+		if signatureVerified(err) {
+			require.Equal(t, easyPostPrefix+macHex("se\u0301cret", string(body)), strings.ToLower(easyPostSig))
+		}
+	})
+}
+
+// FuzzECDSAHeaders feeds arbitrary signature and timestamp values to the
+// ecdsa scheme with SendGrid's published key: only SendGrid's own
+// signature, over its own payload and timestamp, may pass.
+func FuzzECDSAHeaders(f *testing.F) {
+	f.Add(sendGridDocSignature, sendGridDocTimestamp, []byte(sendGridDocPayload))
+	f.Add(sendGridDocSignature, "1588788368", []byte(sendGridDocPayload))
+	f.Add("MAYCAQECAQE=", "1", []byte("{}"))
+	f.Add("", "", []byte(nil))
+	f.Add(strings.Repeat("A", 400), sendGridDocTimestamp, []byte(sendGridDocPayload))
+	v, err := New(Config{
+		Scheme: "ecdsa", Secrets: [][]byte{[]byte(sendGridDocPublicKey)},
+		Header: sendGridSigHeader, TimestampHeader: sendGridTimeHeader, IDFrom: "json:message_id", TypeFrom: "json:event",
+	})
+	require.NoError(f, err)
+	docTime := time.Unix(1588788367, 0)
+
+	f.Fuzz(func(t *testing.T, sig, ts string, body []byte) {
+		ev, err := v.Verify(body, headers(sendGridSigHeader, sig, sendGridTimeHeader, ts), docTime)
+		requireWellFormed(t, ev, err)
+		if signatureVerified(err) {
+			require.Equal(t, sendGridDocTimestamp, ts)
+			require.Equal(t, sendGridDocPayload, string(body))
+		}
+	})
+}
