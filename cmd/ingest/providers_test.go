@@ -120,6 +120,12 @@ providers:
     type_from: json:event
   - {name: connect, scheme: stripe, secrets_env: [T_STRIPE], scope_from: "header:Stripe-Account"}
   - {name: adyen-merchants, scheme: adyen, secrets_env: [T_ADYEN], scope_from: "json:notificationItems.0.NotificationRequestItem.merchantAccountCode"}
+  - name: discord-header-id
+    scheme: ed25519
+    public_keys_env: [T_DISCORD]
+    header: X-Signature-Ed25519
+    timestamp_header: X-Signature-Timestamp
+    id_from: header:X-Interaction-Id
 routes:
   - {name: paddle-all, provider: paddle, events: ["*"], url: "http://127.0.0.1:1/p"}
   - {name: square-all, provider: square, events: ["*"], url: "http://127.0.0.1:1/s"}
@@ -129,6 +135,7 @@ routes:
   - {name: discord-all, provider: discord, events: ["*"], url: "http://127.0.0.1:1/d"}
   - {name: sendgrid-all, provider: sendgrid, events: ["*"], url: "http://127.0.0.1:1/sg"}
   - {name: connect-all, provider: connect, events: ["*"], url: "http://127.0.0.1:1/c"}
+  - {name: discord-header-all, provider: discord-header-id, events: ["*"], url: "http://127.0.0.1:1/dh"}
 `, squareURL, paypalWebhookID, certFile, k.caFile)
 }
 
@@ -390,6 +397,21 @@ func TestProviderSchemesEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, r.status)
 		require.Equal(t, "scope (header:Stripe-Account) is missing", r.body["error"])
 		require.Equal(t, claims, s.claims(t))
+	})
+
+	t.Run("ed25519 with a header id: the replay guard is on by default", func(t *testing.T) {
+		req := keys.signDiscord(keys.ed, time.Now(), discordBody("body-1"))
+		req.provider = "discord-header-id"
+		req.header.Set("X-Interaction-Id", "int_1")
+		require.Equal(t, accepted, s.post(t, req).body)
+		// The captured request, re-sent under an id of the sender's choosing:
+		// the signature still verifies (it does not cover the header).
+		replay := req
+		replay.header = req.header.Clone()
+		replay.header.Set("X-Interaction-Id", "int_2")
+		require.Equal(t, duplicate, s.post(t, replay).body)
+		_, ok := s.claimRow(t, "discord-header-id", "int_2")
+		require.False(t, ok, "the replay mints no event")
 	})
 
 	t.Run("scope_from on adyen: one PSP reference under two merchant accounts", func(t *testing.T) {
