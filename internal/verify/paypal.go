@@ -192,8 +192,11 @@ func (v *payPalVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if algo := h.Get(paypalAuthAlgoHeader); algo != "" && algo != paypalAuthAlgo {
 		return Event{}, unauthorized(reasonMalformedSignature, paypalAuthAlgoHeader+" header is not "+paypalAuthAlgo)
 	}
+	if len(sigText) > maxPayPalSignature {
+		return Event{}, unauthorized(reasonMalformedSignature, paypalTransmissionSigHeader+" header is longer than a signature")
+	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(sigText)
-	if err != nil || len(sigText) > maxPayPalSignature {
+	if err != nil {
 		return Event{}, unauthorized(reasonMalformedSignature, paypalTransmissionSigHeader+" header is not a base64 signature")
 	}
 	id := h.Get(paypalTransmissionIDHeader)

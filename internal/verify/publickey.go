@@ -70,13 +70,19 @@ func newPublicKeyVerifier(c Config, keys [][]byte, tolerance time.Duration) (*pu
 	switch encoding {
 	case "hex":
 		v.decode = func(s string) ([]byte, bool) {
+			if len(s) > maxEncodedSignature {
+				return nil, false
+			}
 			b, err := hex.DecodeString(s)
-			return b, err == nil && len(s) <= maxEncodedSignature
+			return b, err == nil
 		}
 	case "base64":
 		v.decode = func(s string) ([]byte, bool) {
+			if len(s) > maxEncodedSignature || strings.ContainsAny(s, "\r\n") {
+				return nil, false
+			}
 			b, err := base64.StdEncoding.Strict().DecodeString(s)
-			return b, err == nil && len(s) <= maxEncodedSignature && !strings.ContainsAny(s, "\r\n")
+			return b, err == nil
 		}
 	default:
 		return nil, fmt.Errorf("encoding %q must be hex or base64 for scheme %s", c.Encoding, c.Scheme)
