@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/hookgate/hookgate/internal/verify"
 )
 
 // Secrets holds the values of the environment variables the config names.
@@ -44,12 +42,6 @@ func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
 			val := getenv(name)
 			if val == "" {
 				v.add(key, "environment variable %s is not set or empty", name)
-				continue
-			}
-			// A wrong key is refused here, naming where it came from, not
-			// only when the verifier is built.
-			if err := verify.CheckPublicKey(p.Scheme, []byte(val)); err != nil {
-				v.add(key, "environment variable %s %v", name, err)
 				continue
 			}
 			s.Provider[p.Name] = append(s.Provider[p.Name], []byte(val))

@@ -86,6 +86,15 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
 	}
 	for i, p := range cfg.Providers {
+		// A public key of the wrong type is refused naming the setting it
+		// came from (files are checked as they are read).
+		for j, name := range p.PublicKeysEnv {
+			if keys := secrets.Provider[p.Name]; j < len(keys) {
+				if err := verify.CheckPublicKey(p.Scheme, keys[j]); err != nil {
+					return nil, fmt.Errorf("providers[%d].public_keys_env[%d]: environment variable %s %w", i, j, name, err)
+				}
+			}
+		}
 		vc := verify.Config{
 			Scheme:          p.Scheme,
 			Secrets:         secrets.Provider[p.Name],
