@@ -111,4 +111,9 @@ providers:
 	require.Equal(t, [][]byte{[]byte(edKey), []byte(edKey)}, s.Provider["discord"])
 	require.Equal(t, [][]byte{[]byte(ecKey)}, s.Provider["sendgrid"])
 
+	_, err = c.ResolveSecrets(func(k string) string { return map[string]string{"DISCORD_KEY": edKey}[k] })
+	require.Equal(t, []string{
+		"providers[0].public_keys_env[1]: environment variable DISCORD_OLD is not set or empty",
+		"providers[1].public_keys_env[0]: environment variable SENDGRID_KEY is not set or empty",
+	}, problems(err))
 }
