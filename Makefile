@@ -63,6 +63,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s); make test runs their s
 
 .PHONY: bench
 bench: ## benchmarks with same-run baselines, the system's ratios last (docs/benchmarks.md; BENCH_* sizes)
+	$(GO) test -run '^$$' -bench 'Verify' -benchtime 1x -timeout 10m ./internal/verify/
 	$(GO) test -run '^$$' -bench . -skip System -benchtime 1x -timeout 30m ./internal/bench/...
 	$(GO) test -run '^$$' -bench 'System' -benchtime 1x -timeout 30m ./internal/bench/...
 

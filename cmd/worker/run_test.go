@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -224,7 +225,8 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 
 func TestBasicAuth(t *testing.T) {
 	t.Parallel()
-	h := basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := &ops{logger: slog.New(slog.DiscardHandler)}
+	h := o.basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	}))
 	for _, tt := range []struct {

@@ -348,3 +348,21 @@ func TestClaimManyJobMetadata(t *testing.T) {
 WHERE args->>'event_id' = $1 AND metadata @> $2::jsonb`, r.ev.ID, string(r.ev.JobMetadata)), r.ev.ID)
 	}
 }
+
+// TestClaimUnstorable: an event holding text the tables cannot store fails
+// with ErrUnstorable before any statement, alone (Claim) or in a batch
+// (ClaimMany), naming the field and never quoting it.
+func TestClaimUnstorable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poison := event("evt_poison")
+	poison.ContentType = "\xff" // not UTF-8 (SQLSTATE 22021)
+	_, err := b.store.Claim(t.Context(), poison, []string{"ship"}, false)
+	require.ErrorIs(t, err, claim.ErrUnstorable)
+	require.ErrorContains(t, err, "the Content-Type is not UTF-8 text", "the field is named, not quoted")
+	require.NotContains(t, err.Error(), "\xff")
+
+	_, err = b.store.ClaimMany(t.Context(), []claim.Request{{Event: event("evt_fine"), Routes: []string{"ship"}}, {Event: poison}})
+	require.ErrorIs(t, err, claim.ErrUnstorable)
+	require.Zero(t, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims`), "nothing is claimed")
+}

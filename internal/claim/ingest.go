@@ -101,12 +101,16 @@ type Request struct {
 // the call that inserts the claim does this; any other call for the same key
 // is a Duplicate, except that with reopen a failed claim has its failed
 // deliveries reopened (see Reopen). Nothing is committed when an error is
-// returned.
+// returned. An event holding text the tables cannot store fails with
+// ErrUnstorable, before any statement.
 //
 // A duplicate whose claim is deleted by retention between the insert that
 // saw it and the read of its status is claimed anew, in a new transaction:
 // retention deleted it, so this is the redelivery after retention.
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
+	if err := Storable(ev, routes); err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
 	req := Request{Event: ev, Routes: routes}
 	res, err := s.ClaimMany(ctx, []Request{req})
 	if err != nil {
@@ -355,8 +359,15 @@ type claimRow struct {
 // Two outcomes are left to Resolve, which handles them alone: a duplicate
 // of a failed claim that may be reopened (Status Failed), and a duplicate
 // whose claim was deleted (by retention) while the statement read it
-// (Status ""). Nothing is committed when an error is returned.
+// (Status ""). Nothing is committed when an error is returned; an event
+// holding text the tables cannot store (ErrUnstorable, see Storable) fails
+// the call before any statement.
 func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error) {
+	for _, req := range reqs {
+		if err := Storable(req.Event, req.Routes); err != nil {
+			return nil, fmt.Errorf("claiming event %s/%s: %w", req.Event.Provider, req.Event.ID, err)
+		}
+	}
 	// Copies of one key resolve here: the first is claimed (or found), the
 	// others are its duplicates.
 	type key struct{ provider, id string }

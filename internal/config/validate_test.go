@@ -29,7 +29,7 @@ func problems(err error) []string {
 
 const (
 	nameRule   = "must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit"
-	schemeList = "stripe, github, shopify, standard-webhooks, hmac"
+	schemeList = "stripe, github, shopify, standard-webhooks, hmac, paddle, square, easypost, adyen, paypal, ed25519, ecdsa"
 	sourceRule = "must be header:NAME or json:dotted.path"
 	absURLRule = "must be an absolute http or https URL"
 	credRule   = "must not carry credentials; use signing_secret_env to authenticate forwarded events"
@@ -172,8 +172,8 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:   "SchemeUnknown",
-			mutate: func(c *Config) { c.Providers[0].Scheme = "paypal" },
-			want:   []string{`providers[0].scheme: "paypal" is not a known scheme (one of ` + schemeList + ")"},
+			mutate: func(c *Config) { c.Providers[0].Scheme = "paypall" },
+			want:   []string{`providers[0].scheme: "paypall" is not a known scheme (one of ` + schemeList + ")"},
 		},
 		{
 			// Only the scheme is reported: whether the hmac keys belong
@@ -822,7 +822,7 @@ func TestValidate(t *testing.T) {
 					c.Providers[0].Scheme = scheme
 					k.set(&c.Providers[0])
 				},
-				want: []string{"providers[0]." + k.key + ": applies only to scheme hmac, not " + scheme},
+				want: []string{"providers[0]." + k.key + ": applies only to scheme " + map[string]string{"prefix": "hmac"}[k.key] + map[bool]string{true: "hmac, ed25519, ecdsa"}[k.key != "prefix"] + ", not " + scheme},
 			})
 		}
 	}

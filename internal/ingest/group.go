@@ -39,7 +39,9 @@ type GroupOptions struct {
 // of one key in one batch resolve to one claim and duplicates. A batch that
 // the database refuses is split until the event at fault is alone, so that
 // only its request fails; a batch that loses its connection or times out
-// fails all its requests at once.
+// fails all its requests at once. An event holding text the tables cannot
+// store (claim.ErrUnstorable) is failed before the statement, at no cost to
+// the others.
 //
 // A batch is one claim.Store.ClaimMany. What it leaves to a single event
 // runs alone through claim.Store.Resolve: a duplicate that may reopen a
@@ -54,8 +56,25 @@ type Group struct {
 func NewGroup(s *claim.Store, o GroupOptions) *Group {
 	g := &Group{store: s}
 	g.batch = batch.Combiner[claim.Request, claim.Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, 4),
-		Timeout: o.Timeout, Run: s.ClaimMany, Isolate: batch.Refused, Observe: o.Observe}
+		Timeout: o.Timeout, Run: g.run, Isolate: batch.Refused, Observe: o.Observe}
 	return g
+}
+
+// run claims a batch (claim.Store.ClaimMany). An event the tables cannot
+// hold is failed before any statement: the others run again at once as a
+// batch, so it costs them no round trip, where a statement the database
+// refused would be split and rerun.
+func (g *Group) run(ctx context.Context, reqs []claim.Request) ([]claim.Result, error) {
+	faults := batch.Faults{}
+	for i, r := range reqs {
+		if err := claim.Storable(r.Event, r.Routes); err != nil {
+			faults[i] = err
+		}
+	}
+	if len(faults) > 0 {
+		return nil, faults
+	}
+	return g.store.ClaimMany(ctx, reqs)
 }
 
 // Claim is claim.Store.Claim with group commit. It returns as soon as ctx

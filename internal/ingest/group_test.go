@@ -3,9 +3,11 @@ package ingest_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -17,13 +19,25 @@ import (
 )
 
 // groupBundle is a group over a database of the test's own, recording the
-// size of each batch it runs.
+// size of each batch it runs and counting the transactions it begins.
 type groupBundle struct {
 	pool  *pgxpool.Pool
 	store *claim.Store
 	group *ingest.Group
+	txs   *countingDB
 	mu    sync.Mutex
 	sizes []int
+}
+
+// countingDB counts the transactions begun on its pool.
+type countingDB struct {
+	*pgxpool.Pool
+	begun atomic.Int32
+}
+
+func (c *countingDB) Begin(ctx context.Context) (pgx.Tx, error) {
+	c.begun.Add(1)
+	return c.Pool.Begin(ctx)
 }
 
 func setupGroup(t *testing.T) *groupBundle {
@@ -31,9 +45,10 @@ func setupGroup(t *testing.T) *groupBundle {
 	db := dbtest.NewDB(t)
 	jobs, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
 	require.NoError(t, err)
-	g := &groupBundle{pool: db.Pool, store: claim.NewStore(db.Pool, jobs, func(string) int { return 3 })}
+	maxAttempts := func(string) int { return 3 }
+	g := &groupBundle{pool: db.Pool, store: claim.NewStore(db.Pool, jobs, maxAttempts), txs: &countingDB{Pool: db.Pool}}
 	// One transaction at a time, so that holding one makes the others queue.
-	g.group = ingest.NewGroup(g.store, ingest.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
+	g.group = ingest.NewGroup(claim.NewStore(g.txs, jobs, maxAttempts), ingest.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.sizes = append(g.sizes, n)
@@ -134,19 +149,25 @@ func TestGroupSharesOneBatch(t *testing.T) {
 	require.Equal(t, 1+2+1, g.count(t, `SELECT count(*) FROM river_job`), "one job per delivery of each claim won")
 }
 
-// TestGroupOneBadRequest: an event the database refuses fails only its own
-// request; the others of its batch are claimed and committed.
+// TestGroupOneBadRequest: events holding text the tables cannot store (a
+// NUL in the id, a byte that is not UTF-8 in the Content-Type) fail only
+// their own requests, with ErrUnstorable, and cost the others of their
+// batch no round trip: the batch of seven is one transaction.
 func TestGroupOneBadRequest(t *testing.T) {
 	t.Parallel()
 	g := setupGroup(t)
 	held, done, release := g.hold(t, "evt_hold")
-	bad := groupEvent("evt_bad\x00") // text cannot hold NUL: Postgres refuses the statement
+	nul := groupEvent("evt_bad\x00") // text cannot hold NUL: Postgres would refuse the statement
+	poison := groupEvent("evt_poison")
+	poison.ContentType = "\xff" // nor bytes that are not UTF-8 (SQLSTATE 22021)
 	reqs := []*request{
 		{ev: groupEvent("evt_1"), routes: []string{"ship"}},
 		{ev: groupEvent("evt_2"), routes: []string{"ship"}},
-		{ev: bad, routes: []string{"ship"}},
+		{ev: nul, routes: []string{"ship"}},
 		{ev: groupEvent("evt_3"), routes: []string{"ship"}},
+		{ev: poison, routes: []string{"ship"}},
 		{ev: groupEvent("evt_4"), routes: []string{"ship"}},
+		{ev: groupEvent("evt_5"), routes: []string{"ship"}},
 	}
 	g.queue(t, done, reqs)
 	release()
@@ -154,15 +175,17 @@ func TestGroupOneBadRequest(t *testing.T) {
 	require.NoError(t, held.err)
 
 	for _, r := range reqs {
-		if r.ev.ID == bad.ID {
-			require.Error(t, r.err)
+		if r.ev.ID == nul.ID || r.ev.ID == poison.ID {
+			require.ErrorIs(t, r.err, claim.ErrUnstorable, r.ev.ID)
 			continue
 		}
 		require.NoError(t, r.err, r.ev.ID)
 		require.Equal(t, claim.Claimed, r.res.Decision, r.ev.ID)
 	}
-	require.Equal(t, 5, g.count(t, `SELECT count(*) FROM webhook_event_claims`))
-	require.Equal(t, 5, g.count(t, `SELECT count(*) FROM river_job`))
+	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the seven shared one batch")
+	require.EqualValues(t, 2, g.txs.begun.Load(), "one transaction for the held claim, one for the batch: none split off")
+	require.Equal(t, 6, g.count(t, `SELECT count(*) FROM webhook_event_claims`))
+	require.Equal(t, 6, g.count(t, `SELECT count(*) FROM river_job`))
 }
 
 // TestGroupReopensAlone: a redelivery of a failed event, batched with
