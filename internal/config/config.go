@@ -56,8 +56,9 @@ type Worker struct {
 	// configured. Default 100.
 	Concurrency int `yaml:"concurrency"`
 	// RescueAfter is how long a job may stay running before it is taken for
-	// crashed and made retryable. It must exceed every route's timeout, or a
-	// slow but live attempt would overlap with its rescued copy. Default 10m.
+	// crashed and made retryable. It must exceed every route's timeout by
+	// the run's end bound (see EndBound), or a slow but live run would
+	// overlap with its rescued copy. Default 10m.
 	RescueAfter Duration `yaml:"rescue_after"`
 	// ShutdownTimeout is how long SIGTERM waits for in-flight attempts before
 	// cancelling them; a cancelled attempt returns its job to the queue.
@@ -67,6 +68,22 @@ type Worker struct {
 	// processing without a live job. Default 1m.
 	ReconcileInterval Duration `yaml:"reconcile_interval"`
 }
+
+// maxEndBound caps Worker.EndBound: 5s to load a delivery, 2 × 10s to
+// record its outcome.
+const maxEndBound = 25 * time.Second
+
+// EndBound is how long past its route's timeout one delivery run may last:
+// a grace to load the delivery before the call (a fifth of it), then up to
+// two record transactions after it, the batch in flight and its own (two
+// fifths each). It is a quarter of rescue_after, at most 25s, so that short
+// configs (a test's) stay valid. A route's timeout plus it must be shorter
+// than rescue_after: a run then always returns before River's rescuer can
+// take its job. That is the attempt fence River's own completion lacks: a
+// run that returned after its job was rescued and started again would end
+// the newer run's job (River sets a job's final state by id while it is
+// running, whatever its attempt).
+func (w Worker) EndBound() time.Duration { return min(w.RescueAfter.D()/4, maxEndBound) }
 
 // Retention says how long terminal claims and their payloads are kept. Ages
 // count from the moment a claim last became terminal; processing claims are

@@ -130,9 +130,9 @@ func (c *Config) Validate() error {
 		}
 		v.url(key+".url", r.URL)
 		v.positive(key+".timeout", r.Timeout)
-		if r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout >= c.Worker.RescueAfter {
-			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s), or a live attempt would be rescued while it runs",
-				r.Timeout.D(), c.Worker.RescueAfter.D())
+		if end := c.Worker.EndBound(); r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout.D()+end >= c.Worker.RescueAfter.D() {
+			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s) less the %s a run may take past its call, or a live run would be rescued while it runs",
+				r.Timeout.D(), c.Worker.RescueAfter.D(), end)
 		}
 		if r.MaxAttempts < 1 {
 			v.add(key+".max_attempts", "must be at least 1, got %d", r.MaxAttempts)
