@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/pgcluster"
 )
 
@@ -77,7 +78,7 @@ func runFailover(t *testing.T, mode dbtest.Replication, senders int) failoverRun
 		time.Sleep(20 * time.Millisecond)
 		return http.StatusOK
 	})
-	ingest, _ := s.ingest(), s.worker()
+	ingest, worker := s.ingest(), s.worker()
 
 	l := startLoad(t, ingest.url, senders)
 	l.waitAcked(t, 40, 30*time.Second)
@@ -85,6 +86,13 @@ func runFailover(t *testing.T, mode dbtest.Replication, senders int) failoverRun
 	var r failoverRun
 	r.killed = time.Now()
 	require.NoError(t, primary.KillPostmaster())
+	// No primary: both say not ready, and a new event is refused, not
+	// acknowledged.
+	for _, p := range []*proc{ingest, worker} {
+		require.Eventually(t, func() bool { return status(p.url+"/readyz") == http.StatusServiceUnavailable },
+			30*time.Second, 10*time.Millisecond, "%s is not ready without a primary", p.name)
+	}
+	require.Equal(t, http.StatusServiceUnavailable, post(http.DefaultClient, ingest.url, "evt_no_primary"))
 	require.NoError(t, standby.Promote(context.Background()))
 	r.promoted = time.Now()
 	r.firstAck = l.waitAckedAfter(t, r.promoted, 40, failoverBound+30*time.Second)
@@ -94,7 +102,14 @@ func runFailover(t *testing.T, mode dbtest.Replication, senders int) failoverRun
 		r.promoted.Sub(r.killed).Round(time.Millisecond), r.firstAck.Sub(r.promoted).Round(time.Millisecond),
 		r.firstAck.Sub(r.killed).Round(time.Millisecond), len(r.acked), l.refused())
 
+	for _, p := range []*proc{ingest, worker} {
+		require.Eventually(t, func() bool { return status(p.url+"/readyz") == http.StatusOK },
+			30*time.Second, 10*time.Millisecond, "%s is ready on the new primary", p.name)
+	}
 	claims := s.waitAllDelivered(t, standby, 45*time.Second)
+	s.checkMaintenance(t, standby, r.promoted)
+	out, code := s.run("claims", "list", "--limit", "1")
+	require.Equal(t, 0, code, "the CLI finds the new primary through the same DATABASE_URL: %s", out)
 	retried := 0
 	for _, id := range r.acked {
 		if !claims[id] {
@@ -315,4 +330,32 @@ func (s *stack) waitAllDelivered(t *testing.T, on *pgcluster.Cluster, timeout ti
 		}
 	}, timeout, 100*time.Millisecond, "every claim on the new primary is delivered")
 	return ids
+}
+
+// checkMaintenance requires that River's leader election and the leader's
+// periodic jobs run on the new primary: river_leader is an unlogged table,
+// so the standby had no row of it, and the reconciler's job is enqueued
+// again after the promotion.
+func (s *stack) checkMaintenance(t *testing.T, on *pgcluster.Cluster, promoted time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, on.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.Eventually(t, func() bool {
+		var leaders, reconciles int
+		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM river_leader),
+			(SELECT count(*) FROM river_job WHERE kind = $1 AND created_at > $2)`, deliver.ReconcileKind, promoted).Scan(&leaders, &reconciles)
+		return err == nil && leaders == 1 && reconciles > 0
+	}, 45*time.Second, 50*time.Millisecond, "a leader is elected on the new primary and enqueues the reconciler")
+}
+
+// status GETs url and returns the status, 0 when no answer came.
+func status(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
