@@ -92,3 +92,11 @@ func waitStreaming(ctx context.Context, url string, mode Replication) error {
 	}
 	return fmt.Errorf("after 60 s the standby is %q (%q), not streaming (%q)", state, syncState, want)
 }
+
+// String names the mode, for logs.
+func (m Replication) String() string {
+	if m == Synchronous {
+		return "synchronous"
+	}
+	return "asynchronous"
+}

@@ -98,8 +98,8 @@ func runFailover(t *testing.T, mode dbtest.Replication, senders int) failoverRun
 	r.firstAck = l.waitAckedAfter(t, r.promoted, 40, failoverBound+30*time.Second)
 	r.acked = l.stop(t)
 
-	t.Logf("failover: postmaster killed → standby promoted %s; promoted → first 2xx %s; killed → first 2xx %s; %d events acknowledged, %d answers not 2xx",
-		r.promoted.Sub(r.killed).Round(time.Millisecond), r.firstAck.Sub(r.promoted).Round(time.Millisecond),
+	t.Logf("%s failover: postmaster killed → standby promoted %s; promoted → first 2xx %s; killed → first 2xx %s; %d events acknowledged, %d answers not 2xx",
+		mode, r.promoted.Sub(r.killed).Round(time.Millisecond), r.firstAck.Sub(r.promoted).Round(time.Millisecond),
 		r.firstAck.Sub(r.killed).Round(time.Millisecond), len(r.acked), l.refused())
 
 	for _, p := range []*proc{ingest, worker} {
@@ -131,7 +131,7 @@ func runFailover(t *testing.T, mode dbtest.Replication, senders int) failoverRun
 			seen[a] = true
 		}
 	}
-	t.Logf("failover: %d deliveries took more than one attempt", retried)
+	t.Logf("%s failover: %d deliveries took more than one attempt", mode, retried)
 	return r
 }
 
