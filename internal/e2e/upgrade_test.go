@@ -33,7 +33,7 @@ const lockBound = time.Second
 // upgradeRows is how many settled claims (each with a delivery) the tables
 // hold before the upgrade: enough that building an index on either without
 // CONCURRENTLY holds its lock for over lockBound.
-const upgradeRows = 600_000
+const upgradeRows = 1_000_000
 
 // TestUpgradeUnderLoad is a rolling upgrade: the previous release's ingest
 // and worker run on the schema before the newest migration, with large
@@ -159,7 +159,8 @@ func migrateBefore(t *testing.T, url string, version int64) {
 }
 
 // fill adds n settled claims, each with a completed delivery, as months of
-// traffic leave behind.
+// traffic leave behind; their ids are in no particular order, as providers'
+// are.
 func fill(t *testing.T, url string, n int) {
 	t.Helper()
 	ctx := context.Background()
@@ -168,11 +169,11 @@ func fill(t *testing.T, url string, n int) {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, `
 INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, completed_at)
-SELECT 'sw', 'old_' || g, 'order.paid', 'completed', '\x7b7d', now() FROM generate_series(1, $1) g`, n)
+SELECT 'sw', 'old_' || md5(g::text), 'order.paid', 'completed', '\x7b7d', now() FROM generate_series(1, $1) g`, n)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `
 INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
-SELECT 'sw', 'old_' || g, 'fulfil', 'completed', now() FROM generate_series(1, $1) g`, n)
+SELECT 'sw', 'old_' || md5(g::text), 'fulfil', 'completed', now() FROM generate_series(1, $1) g`, n)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `ANALYZE webhook_event_claims, webhook_deliveries`)
 	require.NoError(t, err)
