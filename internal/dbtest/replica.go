@@ -58,7 +58,7 @@ func NewReplicated(t testing.TB, mode Replication) (primary, standby *pgcluster.
 		t.Fatalf("starting the primary: %v", err)
 	}
 	t.Cleanup(func() { _ = primary.Remove(context.Background()) })
-	standby, err = primary.StartStandby(ctx, filepath.Join(parent, "standby"), standbyName, settings...)
+	standby, err = primary.StartStandby(ctx, filepath.Join(parent, "standby"), 0, standbyName, settings...)
 	if err != nil {
 		t.Fatalf("starting the standby: %v", err)
 	}

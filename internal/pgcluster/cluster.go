@@ -88,12 +88,13 @@ func newCluster(dir string, port int, settings []string) (*Cluster, error) {
 }
 
 // StartStandby makes a streaming standby of c in dir with pg_basebackup -R
-// (which writes primary_conninfo and standby.signal), then starts it on a
-// free port with the extra settings given. The standby connects to c as
+// (which writes primary_conninfo and standby.signal), then starts it on
+// port (0 picks a free one; a lost server's port lets clients keep their
+// host list) with the extra settings given. The standby connects to c as
 // application_name name (its cluster_name), which c's
 // synchronous_standby_names may list to make commits wait for it.
-func (c *Cluster) StartStandby(ctx context.Context, dir, name string, settings ...string) (*Cluster, error) {
-	s, err := newCluster(dir, 0, append([]string{"cluster_name=" + name}, settings...))
+func (c *Cluster) StartStandby(ctx context.Context, dir string, port int, name string, settings ...string) (*Cluster, error) {
+	s, err := newCluster(dir, port, append([]string{"cluster_name=" + name}, settings...))
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +142,24 @@ func (c *Cluster) KillPostmaster() error {
 			}
 		}
 		if !alive {
-			return nil
+			return c.removeLockFiles()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return errors.New("the killed postmaster's processes did not exit within 6 s")
+}
+
+// removeLockFiles deletes the lock files a killed postmaster leaves. Where
+// nothing reaps orphans (a container whose init does not), the dead
+// postmaster stays a zombie, which a new one would take for a live server
+// holding the data directory and the socket.
+func (c *Cluster) removeLockFiles() error {
+	for _, name := range []string{"postmaster.pid", fmt.Sprintf(".s.PGSQL.%d.lock", c.Port)} {
+		if err := os.Remove(filepath.Join(c.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the killed server's lock file: %w", err)
+		}
+	}
+	return nil
 }
 
 // zombie reports whether pid has exited but is not yet reaped.
