@@ -143,11 +143,7 @@ func newFailoverStack(t *testing.T, primary, standby *pgcluster.Cluster) *stack 
 		setting{"rescue_after", "5s"}, setting{"reconcile_interval", "2s"}, setting{"ingest.claim_timeout", "2s"})
 	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&pool_max_conns=6",
 		primary.Port, standby.Port)
-	for i, kv := range s.env {
-		if bytes.HasPrefix([]byte(kv), []byte("DATABASE_URL=")) {
-			s.env[i] = "DATABASE_URL=" + url
-		}
-	}
+	s.setDatabase(url)
 	out, code := s.run("migrate")
 	require.Equal(t, 0, code, out)
 	return s
