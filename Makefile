@@ -45,6 +45,10 @@ test: ## vet, then the whole suite under the race detector (deploy checks withou
 .PHONY: test/race
 test/race: test ## the same as test: every package of ours that runs goroutines already runs under the race detector
 
+.PHONY: soak
+soak: ## a soak with faults for SOAK_DURATION (default 10m; a fault every SOAK_FAULT_INTERVAL, default 1m), not part of test
+	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 0 ./internal/e2e
+
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: lint
