@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/pgcluster"
 )
 
@@ -341,7 +341,7 @@ func (s *stack) checkMaintenance(t *testing.T, on *pgcluster.Cluster, promoted t
 	require.Eventually(t, func() bool {
 		var leaders, reconciles int
 		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM river_leader),
-			(SELECT count(*) FROM river_job WHERE kind = $1 AND created_at > $2)`, deliver.ReconcileKind, promoted).Scan(&leaders, &reconciles)
+			(SELECT count(*) FROM river_job WHERE kind = $1 AND created_at > $2)`, maintenance.ReconcileKind, promoted).Scan(&leaders, &reconciles)
 		return err == nil && leaders == 1 && reconciles > 0
 	}, 45*time.Second, 50*time.Millisecond, "a leader is elected on the new primary and enqueues the reconciler")
 }
