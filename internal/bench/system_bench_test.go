@@ -65,7 +65,11 @@ COMMIT;
 //   - the drain and the pair again with the worker's slots sized for this
 //     downstream (BENCH_SIZED_CONCURRENCY, default 400; see
 //     sizedConcurrency);
-//   - the scaling run: two ingest processes, then two workers.
+//   - the scaling run: two ingest processes, then two workers;
+//   - the black box again on a private cluster with fsync and
+//     synchronous_commit on (privateRun).
+//
+// It profiles ingest's CPU over the unique-events phase (cpuProfilePath).
 //
 // It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
 // Postgres server's processes), peak RSS, and prints the ratios against
@@ -301,8 +305,10 @@ type pairRun struct {
 }
 
 // sizedConcurrency is the worker.concurrency of the system benchmark's
-// sized phases, BENCH_SIZED_CONCURRENCY (default 400): enough slots to
-// cover a slot's cycle at an instant downstream's rate (docs/scaling.md).
+// sized phases, BENCH_SIZED_CONCURRENCY (default 400). A route's River
+// queue has four slots per unit of it (deliver.Queues), so 400 is 1,600
+// slots; the default's 100 already has the 400 slots this phase was
+// written to measure before slots and call tokens were decoupled.
 func sizedConcurrency() int { return envInt("BENCH_SIZED_CONCURRENCY", 400) }
 
 type signedEvent struct {
