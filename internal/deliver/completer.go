@@ -32,17 +32,17 @@ const endConcurrency = 1
 // (claim.Store.EndJobs): commits and round trips, not statements, are what
 // bound a worker's rate.
 type completer struct {
-	db      claim.DB
-	store   *claim.Store
+	db    claim.DB
+	store *claim.Store
 	// chained reports whether other routes run after a route, and
 	// maxAttempts gives a route's max_attempts: a completion of a chained
 	// route releases its dependents and inserts their jobs.
 	chained     func(route string) bool
 	maxAttempts func(route string) int
-	batch   batch.Combiner[*ending, endResult]
-	wait    time.Duration // the longest an end waits for its transaction
-	timeout time.Duration // bounds one record transaction
-	metrics *Metrics
+	batch       batch.Combiner[*ending, endResult]
+	wait        time.Duration // the longest an end waits for its transaction
+	timeout     time.Duration // bounds one record transaction
+	metrics     *Metrics
 }
 
 // newCompleter returns a completer whose transactions each take at most
