@@ -72,6 +72,19 @@ func TestChainWaitsAtIngest(t *testing.T) {
 		require.Equal(t, want, ds, id)
 	}
 	b.requireJobs(t, append(append(args("evt_c1", "ship"), args("evt_c2", "ship")...), args("evt_c3", "ship", "mail")...)...)
+
+	// Get and Export show what a delivery waits for.
+	_, ds := b.get(t, "evt_c3")
+	require.Equal(t, []string{"mail", "ship"}, ds["ledger"].After)
+	require.Empty(t, ds["ship"].After)
+	for _, e := range b.exported(t, claim.ExportFilter{}) {
+		if e.EventID != "evt_c1" {
+			continue
+		}
+		require.Equal(t, "mail", e.Deliveries[0].Route)
+		require.Equal(t, claim.DeliveryWaiting, e.Deliveries[0].Status)
+		require.Equal(t, []string{"ship"}, e.Deliveries[0].After)
+	}
 }
 
 // TestChainReleasedByTheEndThatCompletesTheLastPredecessor: completing ship

@@ -31,6 +31,10 @@ type Delivery struct {
 	// Result is the JSON the route's result program recorded when the
 	// delivery completed; nil when there is none. Read by Get only.
 	Result []byte
+	// After names the routes whose deliveries of the claim must complete
+	// before this one runs (recorded when the event was claimed); empty
+	// for a delivery that waits for nothing.
+	After []string
 
 	// AttemptBase is how many Hookgate-Attempt numbers the delivery's
 	// earlier jobs used: attempt n of its current job is number
@@ -68,7 +72,7 @@ func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
 // result and payload are what to read as its BusinessKey, Result and Payload.
 func deliveryColumns(businessKey, result, payload string) string {
 	return `d.provider, d.event_id, d.route, d.status, d.attempt_count, coalesce(d.last_error, ''),
-    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, d.attempt_base,
+    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, d.waits_for, d.attempt_base,
     c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, ` + payload + `, c.first_seen_at`
 }
 
