@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ LIMIT ` + strconv.Itoa(page)
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
 					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-					Result: result, After: d.After,
+					Result: result, After: slices.Clone(d.After),
 				})
 			}
 			if err := emit(&e); err != nil {
