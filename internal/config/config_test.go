@@ -175,6 +175,20 @@ func TestParseDefaults(t *testing.T) {
 	}, c)
 }
 
+func TestParseRetryStatuses(t *testing.T) {
+	t.Parallel()
+
+	c, err := Parse([]byte(minimal + "    retry_statuses: [404, 423]\n"))
+	require.NoError(t, err)
+	require.Equal(t, []int{404, 423}, c.Routes[0].RetryStatuses)
+
+	_, err = Parse([]byte(minimal + "    retry_statuses: [404, 502]\n"))
+	require.EqualError(t, err, "routes[0].retry_statuses[1]: 502 is not a 4xx status: retry_statuses lists codes from 400 to 499")
+
+	_, err = Parse([]byte(minimal + "    retry_statuses: [not-found]\n"))
+	require.ErrorContains(t, err, "line 11")
+}
+
 // An explicit zero is indistinguishable from a missing key and takes the
 // default, as with every cmp.Or default; only negative values reach validation.
 func TestParseZeroTakesDefault(t *testing.T) {
