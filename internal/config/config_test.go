@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -687,4 +688,13 @@ func TestN8NGuideConfig(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "X-Idempotency-Key", ship.IdempotencyHeader)
 	require.Equal(t, ".id", ship.Result)
+	notify, ok := c.Route("notify-ops")
+	require.True(t, ok)
+	require.Equal(t, []int{404}, notify.RetryStatuses, "n8n answers 404 while it registers its webhooks")
+	require.Greater(t, notify.Timeout.D(), 10*time.Second, "a timeout above the workflow's run, not the default")
+	for _, listen := range []string{c.Ingest.Listen, c.Worker.Listen} {
+		host, _, err := net.SplitHostPort(listen)
+		require.NoError(t, err)
+		require.NotContains(t, []string{"", "0.0.0.0", "::"}, host, "the guide binds %q, not every interface", listen)
+	}
 }
