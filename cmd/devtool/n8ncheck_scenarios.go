@@ -221,9 +221,9 @@ func (c *n8nChecker) send(ctx context.Context, id, typ string, object map[string
 
 // settled waits until event id's claim is no longer processing, and
 // returns its deliveries by route.
-func (c *n8nChecker) settled(ctx context.Context, id string) (claim.Claim, map[string]claim.Delivery, error) {
+func (c *n8nChecker) settled(ctx context.Context, id string) (claim.Record, map[string]claim.Delivery, error) {
 	var (
-		cl  claim.Claim
+		cl  claim.Record
 		ds  []claim.Delivery
 		err error
 	)
