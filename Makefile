@@ -31,6 +31,10 @@ send-demo: ## send one signed demo event twice to the local ingest
 	@$(GO) build -o $(BIN)/ ./cmd/devtool
 	@$(BIN)/devtool send --times 2
 
+.PHONY: n8n-check
+n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)
+	@$(BIN)/devtool n8n-check --bin $(BIN)
+
 # The deploy checks (kustomize, Prometheus rules) run no goroutines of ours,
 # and their ~200 dependency packages (Kubernetes, kustomize, PromQL) are
 # compiled once, for vet, rather than a second time under the race detector.
