@@ -6,7 +6,7 @@ BIN      := .local/bin
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (pgPort
 # in cmd/devtool/run.go).
@@ -31,6 +31,10 @@ send-demo: ## send one signed demo event twice to the local ingest
 	@$(GO) build -o $(BIN)/ ./cmd/devtool
 	@$(BIN)/devtool send --times 2
 
+.PHONY: n8n-check
+n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)
+	@$(BIN)/devtool n8n-check --bin $(BIN)
+
 # The deploy checks (kustomize, Prometheus rules) run no goroutines of ours,
 # and their ~200 dependency packages (Kubernetes, kustomize, PromQL) are
 # compiled once, for vet, rather than a second time under the race detector.
@@ -44,6 +48,10 @@ test: ## vet, then the whole suite under the race detector (deploy checks withou
 
 .PHONY: test/race
 test/race: test ## the same as test: every package of ours that runs goroutines already runs under the race detector
+
+.PHONY: soak
+soak: ## a soak with faults for SOAK_DURATION (default 10m; a fault every SOAK_FAULT_INTERVAL, default 1m), not part of test
+	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 0 ./internal/e2e
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -43,8 +43,8 @@ func TestRoutesCommands(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(routes("list")), "\n")
 	require.Len(t, lines, 2, lines)
-	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE$`, lines[0])
-	require.Regexp(t, `^ship\s+active\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+route-ship$`, lines[1])
+	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
+	require.Regexp(t, `^ship\s+active\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+route-ship\s+-$`, lines[1])
 
 	// The config file may be named before the subcommand, too.
 	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})

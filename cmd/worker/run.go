@@ -159,7 +159,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o := &ops{db: pool, reg: reg, logger: logger}
+	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),

@@ -224,6 +224,10 @@ type Route struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Backoff shapes the delay between attempts.
 	Backoff Backoff `yaml:"backoff"`
+	// RetryStatuses lists 4xx statuses (400-499) that this route retries
+	// with its backoff, as it does 5xx: for a downstream that answers, say,
+	// 404 while it starts. Every other 4xx still fails the delivery at once.
+	RetryStatuses []int `yaml:"retry_statuses"`
 	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
 	// secret (whsec_...) used to sign what is forwarded.
 	SigningSecretEnv string `yaml:"signing_secret_env"`

@@ -143,6 +143,7 @@ func (c *Config) Validate() error {
 		if r.Backoff.Initial > r.Backoff.Max {
 			v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
 		}
+		v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
 		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}
@@ -220,6 +221,23 @@ func (c *Config) validateAfter(v *validator) {
 		if state[i] == unseen {
 			visit(i)
 		}
+	}
+}
+
+// retryStatuses checks a route's retry_statuses: 4xx codes, each once.
+// Other classes are not the key's to change: a 2xx is delivered, a 5xx
+// retried already, and a 3xx is a redirect, never followed.
+func (v *validator) retryStatuses(key string, codes []int) {
+	seen := map[int]bool{}
+	for i, code := range codes {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case code < 400 || code > 499:
+			v.add(k, "%d is not a 4xx status: retry_statuses lists codes from 400 to 499", code)
+		case seen[code]:
+			v.add(k, "%d is listed twice", code)
+		}
+		seen[code] = true
 	}
 }
 

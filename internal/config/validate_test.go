@@ -582,6 +582,25 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name:   "RetryStatuses4xx",
+			mutate: func(c *Config) { c.Routes[0].RetryStatuses = []int{400, 404, 423, 429, 499} },
+		},
+		{
+			name:   "RetryStatusesOutside4xx",
+			mutate: func(c *Config) { c.Routes[1].RetryStatuses = []int{404, 399, 500, 200, 0} },
+			want: []string{
+				"routes[1].retry_statuses[1]: 399 is not a 4xx status: retry_statuses lists codes from 400 to 499",
+				"routes[1].retry_statuses[2]: 500 is not a 4xx status: retry_statuses lists codes from 400 to 499",
+				"routes[1].retry_statuses[3]: 200 is not a 4xx status: retry_statuses lists codes from 400 to 499",
+				"routes[1].retry_statuses[4]: 0 is not a 4xx status: retry_statuses lists codes from 400 to 499",
+			},
+		},
+		{
+			name:   "RetryStatusesTwice",
+			mutate: func(c *Config) { c.Routes[0].RetryStatuses = []int{404, 423, 404} },
+			want:   []string{"routes[0].retry_statuses[2]: 404 is listed twice"},
+		},
+		{
 			name:   "SigningSecretEnvUnset",
 			mutate: func(c *Config) { c.Routes[0].SigningSecretEnv = "" },
 		},

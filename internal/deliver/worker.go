@@ -346,7 +346,7 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return classifyResponse(resp.StatusCode, resp.Header, head, w.now())
+	return classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's
