@@ -27,6 +27,8 @@ type Config struct {
 	Retention Retention  `yaml:"retention"`
 	Providers []Provider `yaml:"providers"`
 	Routes    []Route    `yaml:"routes"`
+	// Console configures the operator API and web console; off when empty.
+	Console Console `yaml:"console"`
 }
 
 // Ingest configures the webhook endpoint.
@@ -330,6 +332,7 @@ func (c *Config) setDefaults() {
 		r.IdempotencyHeader = cmp.Or(r.IdempotencyHeader, DefaultIdempotencyHeader)
 	}
 	c.defaultConcurrency()
+	c.Console.setDefaults()
 }
 
 // defaultReplayGuard is body for the schemes whose signature does not cover

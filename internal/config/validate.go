@@ -122,6 +122,7 @@ func (c *Config) Validate() error {
 		v.request(key, r)
 	}
 	c.validateConcurrency(&v)
+	v.console(c.Console)
 	return v.err()
 }
 
