@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/telemetry"
@@ -175,6 +176,16 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		o.ui, o.uiPassword = ui, password
 	} else {
 		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
+	}
+
+	if cfg.Console.Enabled() {
+		consoleSecrets, err := cfg.ResolveConsoleSecrets(env.Getenv)
+		if err != nil {
+			return err
+		}
+		o.console = console.New(console.Options{
+			Config: cfg, Secrets: consoleSecrets, Store: store, Queues: client, DB: pool, Logger: logger, Failures: &o.failures,
+		}).Handler()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Worker.Listen)

@@ -85,7 +85,7 @@ func ListAudit(ctx context.Context, db Querier, limit int, pos *AuditPosition) (
 	if limit <= 0 {
 		limit = defaultAuditListLen
 	}
-	limit = min(limit, maxAuditListLimit)
+	limit = min(limit, maxAuditListLimit+1) // a caller may read one more to see whether a next page exists
 	var after any
 	var afterID int64
 	if pos != nil {
