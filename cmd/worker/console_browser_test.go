@@ -157,6 +157,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 	}
 
+	// Routes: pause and resume; the audit lists every action by alice.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`nav a[href="/console/routes"]`)),
+		chromedp.Click(css("#pause-ship")),
+		chromedp.WaitVisible(css("#resume-ship")),
+	), "pausing the route")
+	require.Contains(t, text("tr.route .route-state"), "paused since")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css("#resume-ship")),
+		chromedp.WaitVisible(css("#pause-ship")),
+	), "resuming the route")
+	require.Equal(t, "active", text("tr.route .route-state"))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`nav a[href="/console/audit"]`)),
+		chromedp.WaitVisible(css("#audit")),
+	), "opening the audit")
+	audit := text("#audit")
+	for _, row := range []string{"alice\tresume\tship", "alice\tpause\tship", "alice\tretry\tstripe/evt_fails", "alice\tsign_in"} {
+		require.Contains(t, audit, row)
+	}
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css(`nav a[href="/console/"]`)),
+		chromedp.WaitVisible(css("#route-stats")),
+	), "opening the overview")
+	require.Equal(t, "failed\tprocessing\tcompleted\tignored\n0\t0\t2\t0", text("#stats"), "both claims completed in the last 24 hours")
+
 	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
 	require.NoError(t, err)
 	require.Len(t, cookies.Cookies, 1)
