@@ -87,7 +87,17 @@ type Retention struct {
 	// clears, each in a short transaction of its own, so that a large
 	// backlog never holds many row locks at once. Default 1000.
 	BatchSize int `yaml:"batch_size"`
+	// Audit: operator audit rows older than this are deleted. They are not
+	// tied to claims, so they outlive them. Default 8760h (365 days); see
+	// AuditAge.
+	Audit Duration `yaml:"audit"`
 }
+
+// DefaultAuditRetention is retention.audit when unset.
+const DefaultAuditRetention = 365 * 24 * time.Hour
+
+// AuditAge is retention.audit, or its default when unset.
+func (r Retention) AuditAge() time.Duration { return cmp.Or(r.Audit.D(), DefaultAuditRetention) }
 
 // Scheme names accepted in Provider.Scheme.
 const (

@@ -76,3 +76,15 @@ func TestResolveConsoleSecrets(t *testing.T) {
 	require.Equal(t, map[string]string{"alice": "alice-password-1", "bob": "bob-password-12"}, s.Passwords)
 	require.Equal(t, map[string]string{"ci-bot": "ci-token-0123456789"}, s.Tokens)
 }
+
+func TestRetentionAudit(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(route))
+	require.NoError(t, err)
+	require.Equal(t, 365*24*time.Hour, c.Retention.AuditAge())
+	c, err = Parse([]byte("retention:\n  audit: 720h\n" + route))
+	require.NoError(t, err)
+	require.Equal(t, 720*time.Hour, c.Retention.AuditAge())
+	_, err = Parse([]byte("retention:\n  audit: -1h\n" + route))
+	require.ErrorContains(t, err, "retention.audit: must be a positive duration")
+}

@@ -119,3 +119,24 @@ func CLIActor() string {
 	}
 	return "cli:" + name
 }
+
+// PruneAudit deletes audit rows older than age, batch (0: 1000) at a time,
+// each batch a short statement of its own, oldest first; it returns how
+// many it deleted, so far also with an error.
+func PruneAudit(ctx context.Context, db Exec, age time.Duration, batch int) (int, error) {
+	if batch <= 0 {
+		batch = 1000
+	}
+	deleted := 0
+	for {
+		tag, err := db.Exec(ctx, `DELETE FROM audit_log WHERE id IN (
+    SELECT id FROM audit_log WHERE at < now() - make_interval(secs => $1) ORDER BY at, id LIMIT $2)`, age.Seconds(), batch)
+		if err != nil {
+			return deleted, fmt.Errorf("deleting audit rows after %d: %w", deleted, err)
+		}
+		deleted += int(tag.RowsAffected())
+		if tag.RowsAffected() < int64(batch) {
+			return deleted, nil
+		}
+	}
+}
