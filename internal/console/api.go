@@ -64,6 +64,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/routes", s.api(false, s.handleRoutes))
 	mux.HandleFunc("POST /api/v1/routes/{name}/pause", s.api(true, s.handlePause(true)))
 	mux.HandleFunc("POST /api/v1/routes/{name}/resume", s.api(true, s.handlePause(false)))
+	mux.HandleFunc("GET /api/v1/stats", s.api(false, s.handleStats))
 	mux.HandleFunc("GET /api/v1/audit", s.api(false, s.handleAudit))
 	mux.HandleFunc("/api/v1/", s.api(false, func(w http.ResponseWriter, _ *http.Request, _ principal) {
 		apiError(w, http.StatusNotFound, "no such endpoint")

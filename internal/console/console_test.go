@@ -153,7 +153,7 @@ func TestRoleMatrix(t *testing.T) {
 	e := newEnv(t, nil)
 	k := failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt_1", Payload: []byte(`{"card":"4242"}`)})
 	claimPath := "/api/v1/claims/" + k.Provider + "/" + k.EventID
-	reads := []string{"/api/v1/claims", claimPath, "/api/v1/routes", "/api/v1/audit"}
+	reads := []string{"/api/v1/claims", claimPath, "/api/v1/routes", "/api/v1/stats", "/api/v1/audit"}
 	acts := []struct{ path string }{
 		{claimPath + "/retry"}, {"/api/v1/retry"}, {"/api/v1/routes/ship/pause"}, {"/api/v1/routes/ship/resume"},
 	}
@@ -560,4 +560,64 @@ func (c *client) signOut(t *testing.T) {
 	t.Helper()
 	resp, body := c.do(t, http.MethodPost, "/console/sign-out", url.Values{})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	done := func(provider, route string, ago time.Duration) {
+		testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{Provider: provider, Status: claim.Completed,
+			FirstSeenAt: testfactory.Ago(ago), Deliveries: map[string]*testfactory.DeliveryOpts{route: {Status: claim.Completed}}})
+	}
+	done("stripe", "ship", time.Minute)
+	done("stripe", "ship", time.Hour)
+	done("stripe", "ship", 48*time.Hour) // outside the window
+	done("github", "mail", time.Minute)
+	failedClaim(t, e, testfactory.ClaimOpts{})
+	testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{FirstSeenAt: testfactory.Ago(3 * time.Hour),
+		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": nil}})
+
+	var st struct {
+		Window    string `json:"window"`
+		Providers []struct {
+			Provider                string         `json:"provider"`
+			Claims                  map[string]int `json:"claims"`
+			FailureRate             float64        `json:"failure_rate"`
+			OldestProcessingSeconds float64        `json:"oldest_processing_seconds"`
+		} `json:"providers"`
+		Routes []struct {
+			Route                   string         `json:"route"`
+			Deliveries              map[string]int `json:"deliveries"`
+			FailureRate             float64        `json:"failure_rate"`
+			OldestProcessingSeconds float64        `json:"oldest_processing_seconds"`
+		} `json:"routes"`
+	}
+	status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/stats?window=24h", nil, &st)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, "24h0m0s", st.Window)
+	require.Len(t, st.Providers, 2)
+	stripe, github := st.Providers[0], st.Providers[1]
+	require.Equal(t, "stripe", stripe.Provider, "failing first")
+	require.Equal(t, map[string]int{"completed": 2, "failed": 1, "processing": 1}, stripe.Claims)
+	require.InDelta(t, 0.3333, stripe.FailureRate, 1e-9)
+	require.GreaterOrEqual(t, stripe.OldestProcessingSeconds, 3*3600.0)
+	require.Equal(t, "github", github.Provider)
+	require.Equal(t, map[string]int{"completed": 1}, github.Claims)
+	require.Zero(t, github.FailureRate)
+	require.Zero(t, github.OldestProcessingSeconds)
+	require.Len(t, st.Routes, 2)
+	require.Equal(t, "ship", st.Routes[0].Route)
+	require.Equal(t, map[string]int{"completed": 2, "failed": 1, "processing": 1}, st.Routes[0].Deliveries)
+	require.GreaterOrEqual(t, st.Routes[0].OldestProcessingSeconds, 3*3600.0)
+	require.Equal(t, map[string]int{"completed": 1}, st.Routes[1].Deliveries)
+
+	status, body = e.call(t, ciBot, http.MethodGet, "/api/v1/stats?window=72h", nil, &st)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, 3, st.Providers[0].Claims["completed"], "a wider window")
+
+	for _, q := range []string{"window=forever", "window=30s", "window=745h", "span=1h"} {
+		status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/stats?"+q, nil, nil)
+		require.Equal(t, http.StatusBadRequest, status, q)
+		require.Contains(t, body, `"error":"`, q)
+	}
 }
