@@ -99,7 +99,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &rf):
 		apiError(w, http.StatusConflict, rf.Msg)
 	default:
-		s.logger.Error("console: request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		s.logger.Error("console: request failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
 		apiError(w, http.StatusInternalServerError, "internal error; see the worker's log")
 	}
 }

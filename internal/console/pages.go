@@ -114,7 +114,7 @@ func (s *Server) pageError(w http.ResponseWriter, r *http.Request, p *principal,
 	case errors.As(err, &rf):
 		status, msg = http.StatusConflict, rf.Msg
 	default:
-		s.logger.Error("console: page failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		s.logger.Error("console: page failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
 	}
 	s.render(w, status, "error", pageData{Title: http.StatusText(status), User: p, Data: errorPage{msg, back}})
 }
