@@ -3,10 +3,10 @@
 
 -- Without a transaction, so that the claim table's new indexes are built
 -- CONCURRENTLY: a plain CREATE INDEX would block ingest's inserts for as
--- long as it reads every claim. Every statement is idempotent, so a
--- migration interrupted halfway is finished by running it again (an index
--- a failed CONCURRENTLY build left INVALID must be dropped first; goose
--- records the version only once all of them have run).
+-- long as it reads every claim. Every statement is idempotent and goose
+-- records the version only once all have run, so a migration interrupted
+-- halfway is finished by running it again: the DO block first drops any of
+-- these indexes that an interrupted CONCURRENTLY build left INVALID.
 
 -- One row per signed-in console session. The cookie carries a random
 -- token; only its SHA-256 is stored, so a read of this table signs no one
@@ -38,6 +38,22 @@ CREATE TABLE IF NOT EXISTS audit_log (
 
 -- Serves the audit listing, newest first, by keyset on (at, id).
 CREATE INDEX IF NOT EXISTS audit_log_at_idx ON audit_log (at, id);
+
+-- +goose StatementBegin
+DO $$
+DECLARE
+    idx text;
+BEGIN
+    FOR idx IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE NOT i.indisvalid AND c.relname IN ('webhook_event_claims_keyset_idx',
+            'webhook_event_claims_status_seen_idx', 'webhook_event_claims_provider_seen_idx',
+            'webhook_event_claims_type_seen_idx', 'webhook_business_keys_hash_idx')
+    LOOP
+        EXECUTE format('DROP INDEX %I', idx);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
 
 -- The operator API lists claims newest first by keyset on (first_seen_at,
 -- provider, event_id). These serve that order alone and under its exact
