@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -119,8 +120,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#filters")),
 		chromedp.SetValue(css("#status"), "failed"),
 		chromedp.Click(css("#apply")),
-		chromedp.WaitVisible(css("tr.status-failed a.claim-link")),
 	), "signing in and filtering")
+	// The form's GET has loaded once the address says so (the unfiltered
+	// page lists the failed claim too).
+	require.Eventually(t, func() bool {
+		// Fails while the page is being replaced; true once the new one is in.
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.search.includes("status=failed") && document.readyState === "complete"`))
+		return err == nil && done
+	}, 2*time.Minute, 50*time.Millisecond, "the filtered page did not load")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("tr.status-failed a.claim-link"))))
 	listed := text("#claims")
 	require.Contains(t, listed, "evt_fails")
 	require.NotContains(t, listed, "evt_paid", "only failed claims")
@@ -156,6 +164,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 	}
+
+	// On a phone's screen the page fits its width: wide tables scroll
+	// inside their own box.
+	for _, page := range []string{"", "/console/claims", "/console/routes", "/console/audit"} {
+		if page != "" {
+			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+page)))
+		}
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile),
+			chromedp.Reload(), chromedp.WaitVisible(css("main"))))
+		fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= document.documentElement.clientWidth`))
+		require.NoError(t, err)
+		require.True(t, fits, "%s is wider than a phone's screen", cmp.Or(page, "the claim page"))
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateReset()))
 
 	// Routes: pause and resume; the audit lists every action by alice.
 	require.NoError(t, chromedp.Do(ctx,
