@@ -621,3 +621,17 @@ func TestStats(t *testing.T) {
 		require.Contains(t, body, `"error":"`, q)
 	}
 }
+
+func TestEventIDWithSlashInPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt/with/slash"})
+	var d struct {
+		EventID string `json:"event_id"`
+	}
+	status, body := e.call(t, bob, http.MethodGet, "/api/v1/claims/stripe/"+url.PathEscape("evt/with/slash"), nil, &d)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, "evt/with/slash", d.EventID)
+	status, body = e.call(t, deploy, http.MethodPost, "/api/v1/claims/stripe/"+url.PathEscape("evt/with/slash")+"/retry", nil, nil)
+	require.Equal(t, http.StatusOK, status, body)
+}
