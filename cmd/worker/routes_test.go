@@ -104,7 +104,7 @@ func TestClaimsRetryAudited(t *testing.T) {
 	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
 	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
 		testfactory.Claim(t.Context(), t, db.Pool, &testfactory.ClaimOpts{EventID: id, Status: claim.Failed,
-			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.Failed, LastError: "500"}}})
+			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed, LastError: "500"}}})
 	}
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_2"}, env, &out, io.Discard))

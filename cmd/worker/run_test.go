@@ -210,7 +210,7 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 
 	out.Reset()
 	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list", "--json", "--provider", "stripe", "--limit", "1"}, env, &out, io.Discard))
-	var c claim.Claim
+	var c claim.Record
 	require.NoError(t, json.Unmarshal(out.Bytes(), &c))
 	require.Equal(t, "evt_1", c.EventID)
 

@@ -184,7 +184,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	store := claim.NewStore(pool, jobs, func(string) int { return 10 })
-	group := claim.NewGroup(store, claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	group := ingest.NewGroup(store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	srv, err := ingest.New(cfg, secrets, group, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)

@@ -48,7 +48,7 @@ type Position struct {
 }
 
 // Position returns c's place in the order.
-func (c Claim) Position() Position {
+func (c Record) Position() Position {
 	return Position{FirstSeenAt: c.FirstSeenAt, Provider: c.Provider, EventID: c.EventID}
 }
 
@@ -135,13 +135,13 @@ func claimColumnsOf(a string) string {
 
 // SearchClaims returns one page of the claims f matches, newest first; the
 // next page is the one after the last claim's Position.
-func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Claim, error) {
+func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Record, error) {
 	sql, params := searchSQL(f)
 	rows, err := s.db.Query(ctx, sql, params...)
 	if err != nil {
 		return nil, fmt.Errorf("searching claims: %w", err)
 	}
-	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Claim])
+	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Record])
 	if err != nil {
 		return nil, fmt.Errorf("searching claims: %w", err)
 	}

@@ -32,7 +32,7 @@ type deliveryView struct {
 // claimView is a claim with its deliveries, as `claims export` writes it
 // (without the payload).
 type claimView struct {
-	claim.Claim
+	claim.Record
 	Deliveries []deliveryView `json:"deliveries"`
 }
 
@@ -128,7 +128,7 @@ func (s *Server) listClaims(ctx context.Context, f claim.Search) ([]claimView, s
 	}
 	views := make([]claimView, len(claims))
 	for i, c := range claims {
-		views[i] = claimView{Claim: c, Deliveries: s.deliveryViews(ds[keys[i]])}
+		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
 	}
 	return views, next, nil
 }
@@ -156,7 +156,7 @@ func (s *Server) detail(ctx context.Context, provider, eventID string, p princip
 	if err != nil {
 		return claimDetail{}, err
 	}
-	d := claimDetail{claimView: claimView{Claim: c, Deliveries: s.deliveryViews(ds)}}
+	d := claimDetail{claimView: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(ctx, provider, eventID)
 		if err != nil {

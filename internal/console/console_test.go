@@ -143,7 +143,7 @@ func failedClaim(t *testing.T, e *env, opts testfactory.ClaimOpts) claim.EventKe
 	t.Helper()
 	opts.Status = claim.Failed
 	if opts.Deliveries == nil {
-		opts.Deliveries = map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.Failed, LastError: "downstream answered 500"}}
+		opts.Deliveries = map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed, LastError: "downstream answered 500"}}
 	}
 	return testfactory.Claim(t.Context(), t, e.db.Pool, &opts)
 }
@@ -318,7 +318,7 @@ func TestListFilters(t *testing.T) {
 	e := newEnv(t, nil)
 	failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt_a1", EventType: "invoice.paid", FirstSeenAt: testfactory.Ago(3 * time.Hour)})
 	testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{EventID: "evt_a2", EventType: "invoice.created", Status: claim.Completed,
-		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.Completed}}})
+		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryCompleted}}})
 	testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{Provider: "github", EventID: "gh_1", EventType: "push",
 		Deliveries: map[string]*testfactory.DeliveryOpts{"mail": nil}})
 	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
@@ -379,7 +379,7 @@ func TestRetryRefusalsAndBadBodies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{EventID: "evt_done", Status: claim.Completed,
-		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.Completed}}})
+		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryCompleted}}})
 	testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{EventID: "evt_busy",
 		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": nil}})
 	for _, tt := range []struct {
@@ -420,7 +420,7 @@ func TestBulkRetry(t *testing.T) {
 		failedClaim(t, e, testfactory.ClaimOpts{EventID: fmt.Sprintf("evt_%04d", i)})
 	}
 	failedClaim(t, e, testfactory.ClaimOpts{Provider: "github", EventID: "gh_1",
-		Deliveries: map[string]*testfactory.DeliveryOpts{"mail": {Status: claim.Failed}}})
+		Deliveries: map[string]*testfactory.DeliveryOpts{"mail": {Status: claim.DeliveryFailed}}})
 	countFailed := func() int {
 		n, err := e.store.CountClaims(ctx, claim.Search{Status: claim.Failed})
 		require.NoError(t, err)
@@ -567,7 +567,7 @@ func TestStats(t *testing.T) {
 	e := newEnv(t, nil)
 	done := func(provider, route string, ago time.Duration) {
 		testfactory.Claim(t.Context(), t, e.db.Pool, &testfactory.ClaimOpts{Provider: provider, Status: claim.Completed,
-			FirstSeenAt: testfactory.Ago(ago), Deliveries: map[string]*testfactory.DeliveryOpts{route: {Status: claim.Completed}}})
+			FirstSeenAt: testfactory.Ago(ago), Deliveries: map[string]*testfactory.DeliveryOpts{route: {Status: claim.DeliveryCompleted}}})
 	}
 	done("stripe", "ship", time.Minute)
 	done("stripe", "ship", time.Hour)

@@ -329,7 +329,7 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 		s.pageError(w, r, &p, err, "/console/claims")
 		return
 	}
-	d := claimPage{Claim: claimView{Claim: c, Deliveries: s.deliveryViews(ds)}}
+	d := claimPage{Claim: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(r.Context(), provider, eventID)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Cluster is one running (or stopped) throwaway cluster.
@@ -26,6 +27,11 @@ type Cluster struct {
 	Dir string
 	// Port is the TCP port on 127.0.0.1.
 	Port int
+
+	// Settings are extra server settings ("name=value", no spaces), applied
+	// after the defaults at every start, so they override them: e.g.
+	// "synchronous_commit=on" where a test needs durable commits.
+	Settings []string
 
 	bin   string // directory of initdb and pg_ctl
 	runAs string // user to run the server as when we are root; "" otherwise
@@ -37,9 +43,26 @@ func (c *Cluster) URL(name string) string {
 }
 
 // Start initializes dir if it holds no cluster yet, then starts a server on
-// port (0 picks a free one) and waits until it accepts connections. As root
-// it runs initdb and the server as the postgres user, since both refuse root.
-func Start(ctx context.Context, dir string, port int) (*Cluster, error) {
+// port (0 picks a free one) with the extra settings given (see
+// Cluster.Settings) and waits until it accepts connections. As root it runs
+// initdb and the server as the postgres user, since both refuse root.
+func Start(ctx context.Context, dir string, port int, settings ...string) (*Cluster, error) {
+	c, err := newCluster(dir, port, settings)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "PG_VERSION")); err != nil {
+		if err := c.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func newCluster(dir string, port int, settings []string) (*Cluster, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -48,7 +71,7 @@ func Start(ctx context.Context, dir string, port int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, bin: bin}
+	c := &Cluster{Dir: dir, Settings: settings, bin: bin}
 	if os.Geteuid() == 0 {
 		c.runAs = "postgres"
 		if _, err := user.Lookup(c.runAs); err != nil {
@@ -61,19 +84,95 @@ func Start(ctx context.Context, dir string, port int) (*Cluster, error) {
 		}
 	}
 	c.Port = port
-
-	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
-		if err := c.initdb(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.Restart(ctx); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
-func (c *Cluster) initdb(ctx context.Context) error {
+// StartStandby makes a streaming standby of c in dir with pg_basebackup -R
+// (which writes primary_conninfo and standby.signal), then starts it on
+// port (0 picks a free one; a lost server's port lets clients keep their
+// host list) with the extra settings given. The standby connects to c as
+// application_name name (its cluster_name), which c's
+// synchronous_standby_names may list to make commits wait for it.
+func (c *Cluster) StartStandby(ctx context.Context, dir string, port int, name string, settings ...string) (*Cluster, error) {
+	s, err := newCluster(dir, port, append([]string{"cluster_name=" + name}, settings...))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mkdir(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.run(ctx, filepath.Join(s.bin, "pg_basebackup"), "-D", s.Dir, "-R", "-X", "stream",
+		"--checkpoint=fast", "--no-sync", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres"); err != nil {
+		return nil, fmt.Errorf("copying the primary into %s: %w", s.Dir, err)
+	}
+	if err := s.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Promote ends recovery on a standby (pg_ctl promote) and waits until it
+// accepts writes.
+func (c *Cluster) Promote(ctx context.Context) error {
+	if err := c.run(ctx, filepath.Join(c.bin, "pg_ctl"), "-D", c.Dir, "-w", "-t", "60", "promote"); err != nil {
+		return fmt.Errorf("promoting the standby in %s: %w", c.Dir, err)
+	}
+	return nil
+}
+
+// KillPostmaster sends SIGKILL to the postmaster alone, as the loss of its
+// machine would look to clients: no shutdown, and its backends end as they
+// notice it gone, abandoning commits that still wait for a synchronous
+// standby. The data directory stays; Remove cleans it up.
+func (c *Cluster) KillPostmaster() error {
+	pids, err := c.pids()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing the postmaster: %w", err)
+	}
+	// Wait for it and its children to be gone, so the port is free and
+	// nothing answers on it any more.
+	for range 600 {
+		alive := false
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+				alive = true
+			}
+		}
+		if !alive {
+			return c.removeLockFiles()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("the killed postmaster's processes did not exit within 6 s")
+}
+
+// removeLockFiles deletes the lock files a killed postmaster leaves. Where
+// nothing reaps orphans (a container whose init does not), the dead
+// postmaster stays a zombie, which a new one would take for a live server
+// holding the data directory and the socket.
+func (c *Cluster) removeLockFiles() error {
+	for _, name := range []string{"postmaster.pid", fmt.Sprintf(".s.PGSQL.%d.lock", c.Port)} {
+		if err := os.Remove(filepath.Join(c.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the killed server's lock file: %w", err)
+		}
+	}
+	return nil
+}
+
+// zombie reports whether pid has exited but is not yet reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+func (c *Cluster) mkdir(ctx context.Context) error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", c.Dir, err)
 	}
@@ -81,6 +180,13 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		if err := exec.CommandContext(ctx, "chown", c.runAs+":", c.Dir).Run(); err != nil {
 			return fmt.Errorf("handing %s to %s: %w", c.Dir, c.runAs, err)
 		}
+	}
+	return nil
+}
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	if err := c.mkdir(ctx); err != nil {
+		return err
 	}
 	if err := c.run(ctx, filepath.Join(c.bin, "initdb"), "-D", c.Dir, "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
@@ -93,6 +199,9 @@ func (c *Cluster) initdb(ctx context.Context) error {
 func (c *Cluster) Restart(ctx context.Context) error {
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
 		c.Port, c.Dir)
+	for _, kv := range c.Settings {
+		opts += " -c " + kv
+	}
 	if err := c.run(ctx, filepath.Join(c.bin, "pg_ctl"), "-D", c.Dir, "-l", filepath.Join(c.Dir, "server.log"),
 		"-o", opts, "-w", "-t", "60", "start"); err != nil {
 		return fmt.Errorf("starting postgres in %s (log: %s): %w", c.Dir, filepath.Join(c.Dir, "server.log"), err)

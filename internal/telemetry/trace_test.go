@@ -85,7 +85,7 @@ routes:
 	// Ingest, as cmd/ingest wires it.
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
-	claims := claim.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(tracing).Handler())
@@ -233,7 +233,7 @@ routes:
 	db := dbtest.NewDB(t)
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
-	claims := claim.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(&telemetry.Tracing{Provider: tp, Propagator: propagation.TraceContext{}}).Handler())

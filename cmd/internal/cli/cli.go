@@ -77,7 +77,9 @@ func Logger(env Env) *slog.Logger {
 // requests behind few connections while Postgres has headroom.
 const DefaultMaxConns = 20
 
-// OpenPool connects to DATABASE_URL and checks the server answers.
+// OpenPool connects to DATABASE_URL and checks the server answers. The URL
+// may name several hosts (h1:5432,h2:5432); the pool keeps to the one that
+// accepts writes (see followPrimary).
 func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
 	url := env.Getenv("DATABASE_URL")
 	if url == "" {
@@ -92,6 +94,7 @@ func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
+	followPrimary(cfg, url)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
@@ -100,7 +103,7 @@ func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to the database at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("connecting to the database at %s: %w", hosts(&cfg.ConnConfig.Config), err)
 	}
 	return pool, nil
 }
