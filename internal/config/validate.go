@@ -80,6 +80,9 @@ func (c *Config) Validate() error {
 			c.Retention.Payloads.D(), c.Retention.Claims.D())
 	}
 	v.positive("retention.interval", c.Retention.Interval)
+	if c.Retention.Audit < 0 {
+		v.positive("retention.audit", c.Retention.Audit)
+	}
 	if c.Retention.BatchSize < 1 || c.Retention.BatchSize > maxRetentionBatch {
 		v.add("retention.batch_size", "must be between 1 and %d, got %d", maxRetentionBatch, c.Retention.BatchSize)
 	}
@@ -150,6 +153,7 @@ func (c *Config) Validate() error {
 		v.request(key, r)
 	}
 	c.validateConcurrency(&v)
+	v.console(c.Console)
 	return v.err()
 }
 
