@@ -15,6 +15,7 @@ import (
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/operator"
 )
 
 const routesUsage = `worker routes list [--json]
@@ -148,18 +149,16 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.pool.Close()
-	if _, ok := db.cfg.Route(name); !ok {
-		return fmt.Errorf("no route %q in the configuration (routes: %s)", cut(name, 64), strings.Join(routeNames(db.cfg), ", "))
-	}
+	actions := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg))
 	if pause {
-		if err := db.store.PauseRoute(ctx, db.queues, name); err != nil {
+		if err := actions.PauseRoute(ctx, operator.CLIActor(), name); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "paused route %s (queue %s): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 			name, claim.Queue(name))
 		return nil
 	}
-	was, err := db.store.ResumeRoute(ctx, db.queues, name)
+	was, err := actions.ResumeRoute(ctx, operator.CLIActor(), name)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // TestRoutesCommands runs the routes commands with only DATABASE_URL and
@@ -87,6 +89,48 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "resumed route ship (queue route-ship): workers take its queued deliveries again\n", routes("resume", "ship"))
 	require.Equal(t, "route ship was not paused\n", routes("resume", "ship"))
 	require.Regexp(t, `(?m)^ship\s+active\s`, routes("list"))
+
+	// Each action is audited under the OS user who ran it; listing is not.
+	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	for i, want := range []string{operator.ActionResume, operator.ActionResume, operator.ActionPause} {
+		require.Equal(t, want, entries[i].Action)
+		require.Equal(t, operator.CLIActor(), entries[i].Actor)
+		require.Equal(t, "ship", entries[i].Target)
+	}
+	require.Regexp(t, `^cli:.+`, operator.CLIActor())
+}
+
+// TestClaimsRetryAudited retries one claim and then every failed claim from
+// the CLI: each is an audit row naming the OS user.
+func TestClaimsRetryAudited(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		testfactory.Claim(t.Context(), t, db.Pool, &testfactory.ClaimOpts{EventID: id, Status: claim.Failed,
+			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed, LastError: "500"}}})
+	}
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_2"}, env, &out, io.Discard))
+	require.Equal(t, "stripe/evt_2: reopened 1 delivery; 1 job queued\n", out.String())
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "retry", "--status", "failed"}, env, &out, io.Discard))
+	require.Contains(t, out.String(), "reopened 2 deliveries of 2 failed claims\n")
+	err := run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "stripe/evt_1 is still processing", "refused: no audit row")
+
+	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.Equal(t, operator.ActionBulkRetry, entries[0].Action)
+	require.JSONEq(t, `{"filters":{"status":"failed"},"force":false,"matched":2,"reopened":2,"deliveries":2}`, string(entries[0].Detail))
+	require.Equal(t, operator.ActionRetry, entries[1].Action)
+	require.Equal(t, "stripe/evt_2", entries[1].Target)
+	for _, e := range entries {
+		require.Equal(t, operator.CLIActor(), e.Actor)
+	}
 }
 
 func TestRoutesErrors(t *testing.T) {

@@ -20,8 +20,10 @@ import (
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/operator"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -123,7 +125,10 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
 	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
-		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger)
+		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
+		WithAudit(func(ctx context.Context) (int, error) {
+			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
+		})
 	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
@@ -175,6 +180,16 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		o.ui, o.uiPassword = ui, password
 	} else {
 		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
+	}
+
+	if cfg.Console.Enabled() {
+		consoleSecrets, err := cfg.ResolveConsoleSecrets(env.Getenv)
+		if err != nil {
+			return err
+		}
+		o.console = console.New(console.Options{
+			Config: cfg, Secrets: consoleSecrets, Store: store, Queues: client, DB: pool, Logger: logger, Failures: &o.failures,
+		}).Handler()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Worker.Listen)

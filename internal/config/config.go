@@ -28,6 +28,8 @@ type Config struct {
 	Retention Retention  `yaml:"retention"`
 	Providers []Provider `yaml:"providers"`
 	Routes    []Route    `yaml:"routes"`
+	// Console configures the operator API and web console; off when empty.
+	Console Console `yaml:"console"`
 }
 
 // Ingest configures the webhook endpoint.
@@ -103,7 +105,17 @@ type Retention struct {
 	// clears, each in a short transaction of its own, so that a large
 	// backlog never holds many row locks at once. Default 1000.
 	BatchSize int `yaml:"batch_size"`
+	// Audit: operator audit rows older than this are deleted. They are not
+	// tied to claims, so they outlive them. Default 8760h (365 days); see
+	// AuditAge.
+	Audit Duration `yaml:"audit"`
 }
+
+// DefaultAuditRetention is retention.audit when unset.
+const DefaultAuditRetention = 365 * 24 * time.Hour
+
+// AuditAge is retention.audit, or its default when unset.
+func (r Retention) AuditAge() time.Duration { return cmp.Or(r.Audit.D(), DefaultAuditRetention) }
 
 // Scheme names accepted in Provider.Scheme.
 const (
@@ -399,6 +411,7 @@ func (c *Config) setDefaults() {
 		r.IdempotencyHeader = cmp.Or(r.IdempotencyHeader, DefaultIdempotencyHeader)
 	}
 	c.defaultConcurrency()
+	c.Console.setDefaults()
 }
 
 // defaultReplayGuard is body for the schemes whose signature does not cover

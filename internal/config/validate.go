@@ -81,6 +81,9 @@ func (c *Config) Validate() error {
 			c.Retention.Payloads.D(), c.Retention.Claims.D())
 	}
 	v.positive("retention.interval", c.Retention.Interval)
+	if c.Retention.Audit < 0 {
+		v.positive("retention.audit", c.Retention.Audit)
+	}
 	if c.Retention.BatchSize < 1 || c.Retention.BatchSize > maxRetentionBatch {
 		v.add("retention.batch_size", "must be between 1 and %d, got %d", maxRetentionBatch, c.Retention.BatchSize)
 	}
@@ -152,6 +155,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateConcurrency(&v)
 	c.validateAfter(&v)
+	v.console(c.Console)
 	return v.err()
 }
 

@@ -1,0 +1,43 @@
+package migrate_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/migrate"
+)
+
+// An index that an interrupted CONCURRENTLY build of migration 12 left
+// INVALID is rebuilt when migrate runs again.
+func TestConsoleIndexesFinishAfterAnInterruption(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbtest.NewEmptyDB(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	logger := slog.New(slog.DiscardHandler)
+	_, err = migrate.Up(ctx, pool, logger)
+	require.NoError(t, err)
+
+	// What an interruption leaves: the index marked invalid, the version
+	// not recorded.
+	for _, q := range []string{
+		`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'webhook_event_claims_status_seen_idx'::regclass`,
+		`DELETE FROM goose_db_version WHERE version_id = 12`,
+	} {
+		_, err := pool.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	res, err := migrate.Up(ctx, pool, logger)
+	require.NoError(t, err)
+	require.Equal(t, []int64{12}, res.Hookgate)
+	var valid bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT indisvalid FROM pg_index
+WHERE indexrelid = 'webhook_event_claims_status_seen_idx'::regclass`).Scan(&valid))
+	require.True(t, valid)
+}
