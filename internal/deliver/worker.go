@@ -23,6 +23,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// SecretHeaders holds the values of each route's secret_headers
 	// (config.Secrets.Headers).
 	SecretHeaders map[string]map[string]string
+	// Redactor removes secrets from what downstreams answer before it is
+	// stored or logged. Default: one of SigningSecrets and SecretHeaders.
+	Redactor *sanitize.Redactor
 	// DB is where the worker reads deliveries and records attempts: the
 	// pool in production, a test's transaction under rivertest.
 	DB claim.DB
@@ -119,6 +123,7 @@ type Worker struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	tracer  tracer
+	redact  *sanitize.Redactor
 	now     func() time.Time
 
 	// hints carries a Retry-After from Work to NextRetry, by job ID. River
@@ -148,6 +153,7 @@ func NewWorker(o Options) (*Worker, error) {
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
+		redact:  redactorOf(o),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 	}
@@ -315,6 +321,7 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	defer cancel()
 	ctx, span := w.tracer.startDownstream(ctx, r)
 	o := w.send(ctx, r, d, attempt, timeout)
+	w.redactResult(&o)
 	endDownstream(span, o)
 	return o
 }
@@ -341,7 +348,7 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return classifyResponse(resp.StatusCode, resp.Header, head, w.now())
+	return classifyResponse(resp.StatusCode, resp.Header, w.redactHead(head), w.now())
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's
