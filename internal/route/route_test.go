@@ -70,7 +70,7 @@ func TestMatch(t *testing.T) {
 		require.Equal(t, []string{"create-shipment", "notify"}, matched)
 		require.Len(t, unmatched, 1)
 		require.Equal(t, "broken-filter", unmatched[0].Route)
-		require.ErrorContains(t, unmatched[0].Err, "filter failed: ascii_downcase cannot be applied to: number (1234)")
+		require.EqualError(t, unmatched[0].Err, "routes[2].filter: ascii_downcase cannot be applied to: number")
 	})
 
 	t.Run("FilterFalseDoesNotMatchAndSiblingsStillDo", func(t *testing.T) {
@@ -148,14 +148,16 @@ func TestBody(t *testing.T) {
 
 	for _, tt := range []struct{ name, program, input, want string }{
 		{"RunTimeError", `.data.object.amount_total | ascii_downcase`, string(payload("true")),
-			"route program failed: body: ascii_downcase cannot be applied to: number (1234)"},
-		{"NoValue", `empty`, `{}`, "route program failed: body: the program yielded no value; it must yield one"},
-		{"TwoValues", `1, 2`, `{}`, "route program failed: body: the program yielded more than one value; it must yield one"},
-		{"NotJSON", `.`, `ship=true`, "route program failed: body: the event body is not JSON"},
-		{"RunsTooLong", `[range(1e15)] | length`, `{}`, "route program failed: body: took longer than 1s"},
-		{"ReadsTheClock", `{at: now}`, `{}`, "route program failed: body: error: now is not allowed here: the body must be the same on every attempt"},
-		{"TooLarge", `"x" * 1100000`, `{}`, "route program failed: body: the value is 1100002 bytes of JSON, over the 1048576 allowed"},
-		{"ErrorTextIsBounded", `error("x" * 1000 + "\n")`, `{}`, "route program failed: body: error: " + strings.Repeat("x", 290) + "…"},
+			"route program failed: routes[0].body: ascii_downcase cannot be applied to: number"},
+		{"NoValue", `empty`, `{}`, "route program failed: routes[0].body: the program yielded no value; it must yield one"},
+		{"TwoValues", `1, 2`, `{}`, "route program failed: routes[0].body: the program yielded more than one value; it must yield one"},
+		{"NotJSON", `.`, `ship=true`, "route program failed: routes[0].body: the event body is not JSON"},
+		{"RunsTooLong", `last(range(1e15))`, `{}`, "route program failed: routes[0].body: took longer than 1s"},
+		{"ReadsTheClock", `{at: now}`, `{}`, "route program failed: routes[0].body: error: now is not allowed here: the body must be the same on every attempt"},
+		{"TooLarge", `"x" * 1100000`, `{}`, "route program failed: routes[0].body: the value is 1100002 bytes of JSON, over the 1048576 allowed"},
+		{"ErrorTextIsBounded", `error("` + strings.Repeat("x", 1000) + `\n")`, `{}`, "route program failed: routes[0].body: error: " + strings.Repeat("x", 290) + "…"},
+		{"ComputedErrorIsNotQuoted", `error("card " + .card)`, `{"card":"4242424242424242"}`,
+			"route program failed: routes[0].body: error raised with a string (not quoted: it may hold body text)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -194,14 +196,14 @@ func TestResult(t *testing.T) {
 	require.Equal(t, `"shp_123"`, string(got))
 
 	got, err = ship.Result(ctx, checkout, []byte(`[]`))
-	require.ErrorContains(t, err, "result: expected an object but got: array ([])")
+	require.EqualError(t, err, "routes[0].result: expected an object but got: array")
 	require.Nil(t, got)
 
 	_, err = ship.Result(ctx, checkout, []byte(`<html>`))
-	require.EqualError(t, err, "result: the response is not JSON")
+	require.EqualError(t, err, "routes[0].result: the response is not JSON")
 
 	_, err = ship.Result(ctx, checkout, []byte(`{"id":"`+strings.Repeat("x", 1100)+`"}`))
-	require.EqualError(t, err, "result: the value is 1102 bytes of JSON, over the 1024 allowed")
+	require.EqualError(t, err, "routes[0].result: the value is 1102 bytes of JSON, over the 1024 allowed")
 
 	notify, _ := tab.Route("notify")
 	got, err = notify.Result(ctx, checkout, []byte(`{"id":"x"}`))
