@@ -1,7 +1,9 @@
 package deliver
 
 import (
+	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/sanitize"
@@ -26,10 +28,20 @@ func (w *Worker) redactHead(head []byte) []byte {
 }
 
 // redactResult redacts what o says about an attempt before it is stored,
-// logged or handed to River as the job's error.
+// logged or handed to River as the job's error, and the result it records
+// (a result program over an answer that echoes a credential would store it).
+// A result that redaction would leave invalid JSON is stored as the marker.
 func (w *Worker) redactResult(o *callResult) {
 	o.reason = w.redact.String(o.reason)
 	if o.resultErr != nil {
 		o.resultErr = errors.New(w.redact.String(o.resultErr.Error()))
+	}
+	if o.result != nil {
+		if red := w.redact.String(string(o.result)); red != string(o.result) {
+			if !json.Valid([]byte(red)) {
+				red = strconv.Quote(sanitize.Redacted)
+			}
+			o.result = []byte(red)
+		}
 	}
 }

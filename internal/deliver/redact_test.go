@@ -68,3 +68,17 @@ func TestRedactorOfDefault(t *testing.T) {
 	given := sanitize.NewRedactor("other-secret")
 	require.Same(t, given, redactorOf(Options{Redactor: given, SecretHeaders: map[string]map[string]string{"ship": {"X-Api-Key": "key-0123"}}}))
 }
+
+func TestResultRedactsEchoedSecrets(t *testing.T) {
+	t.Parallel()
+	w := &Worker{redact: redactorOf(Options{SecretHeaders: map[string]map[string]string{"ship": {"Authorization": "Bearer " + echoedToken, "X-Pin": "98765432"}}})}
+	o := callResult{verdict: delivered, result: []byte(`{"id":"shp_1","echo":"` + strings.ReplaceAll(echoedToken, "/", `\/`) + `"}`)}
+	w.redactResult(&o)
+	require.JSONEq(t, `{"id":"shp_1","echo":"[redacted]"}`, string(o.result))
+	o = callResult{verdict: delivered, result: []byte(`{"pin":98765432}`)}
+	w.redactResult(&o)
+	require.Equal(t, `"[redacted]"`, string(o.result), "still JSON")
+	o = callResult{verdict: delivered, result: []byte(`"shp_1"`)}
+	w.redactResult(&o)
+	require.Equal(t, `"shp_1"`, string(o.result))
+}
