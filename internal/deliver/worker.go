@@ -59,6 +59,9 @@ type Options struct {
 	// Redactor removes secrets from what downstreams answer before it is
 	// stored or logged. Default: one of SigningSecrets and SecretHeaders.
 	Redactor *sanitize.Redactor
+	// Routes is Config's route table, compiled with SecretHeaders.
+	// Default: compiled here (route.New).
+	Routes *route.Table
 	// DB is where the worker reads deliveries and records attempts: the
 	// pool in production, a test's transaction under rivertest.
 	DB claim.DB
@@ -138,9 +141,12 @@ type Worker struct {
 // route cannot be compiled, its TLS files cannot be read, or its signing
 // secret is not a Standard Webhooks secret (never quoting the value).
 func NewWorker(o Options) (*Worker, error) {
-	routes, err := route.New(o.Config, o.SecretHeaders)
-	if err != nil {
-		return nil, err
+	routes := o.Routes
+	var err error
+	if routes == nil {
+		if routes, err = route.New(o.Config, o.SecretHeaders); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{
 		cfg:     o.Config,

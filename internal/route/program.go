@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/itchyny/gojq"
 
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
@@ -47,9 +45,6 @@ func compile(key, src string, deterministic bool) (*program, error) {
 	if src == "" {
 		return nil, nil
 	}
-	if err := config.CheckJQ(src); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
 	q, err := gojq.Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
@@ -66,7 +61,7 @@ func compile(key, src string, deterministic bool) (*program, error) {
 		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
 	}
 	rewrite(q)
-	opts := append([]gojq.CompilerOption{gojq.WithVariables(append(slices.Clone(config.JQVariables), budgetVar))}, checks...)
+	opts := append([]gojq.CompilerOption{gojq.WithVariables([]string{"$event", budgetVar})}, checks...)
 	if p.code, err = gojq.Compile(q, opts...); err != nil {
 		return nil, fmt.Errorf("%s: does not compile as jq: %s", key, sanitize.Line(err.Error()))
 	}

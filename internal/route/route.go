@@ -113,32 +113,24 @@ type Unmatched struct {
 	Err error
 }
 
-// Match returns the names of the routes that take ev, in file order: those
+// Match returns the routes that take the event of in, in file order: those
 // of its provider whose type patterns match, and whose filter, if any,
-// yields true over payload. Routes whose filter said no are in unmatched.
-// payload is parsed once, and only when a filter needs it.
-func (t *Table) Match(ctx context.Context, ev Event, payload []byte) (matched []string, unmatched []Unmatched) {
-	var doc any
-	var docErr error
-	parsed := false
+// yields true over its body. Routes whose filter said no are in unmatched.
+// The body is parsed once, and only when a filter needs it and the
+// verifier did not already.
+func (t *Table) Match(ctx context.Context, in *Input) (matched []*Route, unmatched []Unmatched) {
+	ev := in.Event
 	for _, r := range t.routes {
 		if r.Provider != ev.Provider || !r.Matches(ev.Type) {
 			continue
 		}
 		if r.filter == nil {
-			matched = append(matched, r.Name)
+			matched = append(matched, r)
 			continue
 		}
-		if !parsed {
-			doc, docErr = decode(payload)
-			if docErr != nil {
-				docErr = fmt.Errorf("the event body %w", docErr)
-			}
-			parsed = true
-		}
-		ok, err := r.takes(ctx, ev, doc, len(payload), docErr)
+		ok, err := r.takes(ctx, in)
 		if ok {
-			matched = append(matched, r.Name)
+			matched = append(matched, r)
 			continue
 		}
 		unmatched = append(unmatched, Unmatched{Route: r.Name, Err: err})
@@ -147,13 +139,14 @@ func (t *Table) Match(ctx context.Context, ev Event, payload []byte) (matched []
 }
 
 // takes runs r's filter: only a first value of true matches.
-func (r *Route) takes(ctx context.Context, ev Event, doc any, size int, docErr error) (bool, error) {
-	if docErr != nil {
-		return false, docErr
+func (r *Route) takes(ctx context.Context, in *Input) (bool, error) {
+	doc, err := in.document()
+	if err != nil {
+		return false, err
 	}
 	var first any
 	got := false
-	err := r.filter.run(ctx, doc, size, r.event(ev), func(v any) bool {
+	err = r.filter.run(ctx, doc, len(in.Body), r.event(in.Event), func(v any) bool {
 		first, got = v, true
 		return false
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/migrate"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
@@ -132,6 +133,8 @@ func Migrate(ctx context.Context, name string, c Common, args []string, env Env)
 type Server struct {
 	Config  *config.Config
 	Secrets config.Secrets
+	// Routes is the route table, every jq program compiled once.
+	Routes *route.Table
 	// Redactor knows every secret the binary read: Secrets, the ops
 	// password and DATABASE_URL's password. Logger already redacts them.
 	Redactor *sanitize.Redactor
@@ -139,9 +142,9 @@ type Server struct {
 	Pool     *pgxpool.Pool
 }
 
-// Boot loads the config and the secrets it names, and opens the logger and
-// the pool, in that order, so that a config or secret problem stops the
-// binary before it touches the database. The caller applies c.Listen to the
+// Boot loads the config and the secrets it names, compiles the routes, and
+// opens the logger and the pool, in that order, so that a config, secret or
+// program problem stops the binary before it touches the database. The caller applies c.Listen to the
 // address it serves on, and closes Pool.
 func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	cfg, err := LoadConfig(c, env)
@@ -152,13 +155,17 @@ func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes, err := route.New(cfg, secrets.Headers)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := OpenPool(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	red := Redactor(secrets, env)
 	logger := slog.New(red.Handler(Logger(env).Handler()))
-	return &Server{Config: cfg, Secrets: secrets, Redactor: red, Logger: logger, Pool: pool}, nil
+	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger, Pool: pool}, nil
 }
 
 // Redactor returns a redactor of every secret value the binaries read:
