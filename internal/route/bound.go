@@ -268,34 +268,70 @@ func tooLargeIndex(v any) bool {
 	return ok && n > MaxArrayIndex
 }
 
-// prelude defines the checked operators, and redefines the builtins that
-// collect or assign what a closure yields (gojq's own definitions, in
-// builtin.jq, are not rewritten), so that they are checked like the
-// program's own code. Each is gojq v0.12's definition.
-const prelude = `def _hg_add(l; r): r as $r | l as $l | $l + $r | _hg_sized($__hg);
-def _hg_mul(l; r): r as $r | l as $l | _hg_repeat($__hg; $l; $r) | $l * $r | _hg_sized($__hg);
-def map(f): [.[] | f];
-def add(f): [f] | add;
-def map_values(f): .[] |= f;
-def with_entries(f): to_entries | map(f) | from_entries;
-def min_by(f): _min_by(map([f]));
-def max_by(f): _max_by(map([f]));
-def sort_by(f): _sort_by(map([f]));
-def group_by(f): _group_by(map([f]));
-def unique_by(f): _unique_by(map([f]));
-def combinations(n): [limit(n; repeat(.))] | combinations;
-def walk(f): def _walk: if type == "array" then map(_walk) elif type == "object" then map_values(_walk) end | f; _walk;
-def sub($re; str; $flags): reduce match($re; $flags) as {$offset, $length, $captures}
+// preludeDefs redefine the builtins that collect or assign what a closure
+// yields (gojq's own definitions, in builtin.jq, are not rewritten), so that
+// the rewrite reaches their insides. Each is gojq v0.12's definition; uses
+// names the others it calls. A program gets only those it calls, since
+// every definition costs each run a little.
+var preludeDefs = []struct {
+	name, src string
+	uses      []string
+}{
+	{"map/1", `def map(f): [.[] | f];`, nil},
+	{"add/1", `def add(f): [f] | add;`, nil},
+	{"map_values/1", `def map_values(f): .[] |= f;`, nil},
+	{"with_entries/1", `def with_entries(f): to_entries | map(f) | from_entries;`, []string{"map/1"}},
+	{"min_by/1", `def min_by(f): _min_by(map([f]));`, []string{"map/1"}},
+	{"max_by/1", `def max_by(f): _max_by(map([f]));`, []string{"map/1"}},
+	{"sort_by/1", `def sort_by(f): _sort_by(map([f]));`, []string{"map/1"}},
+	{"group_by/1", `def group_by(f): _group_by(map([f]));`, []string{"map/1"}},
+	{"unique_by/1", `def unique_by(f): _unique_by(map([f]));`, []string{"map/1"}},
+	{"combinations/1", `def combinations(n): [limit(n; repeat(.))] | combinations;`, nil},
+	{"walk/1", `def walk(f): def _walk: if type == "array" then map(_walk) elif type == "object" then map_values(_walk) end | f; _walk;`,
+		[]string{"map/1", "map_values/1"}},
+	{"sub/3", `def sub($re; str; $flags): reduce match($re; $flags) as {$offset, $length, $captures}
   ({s: ., r: []}; reduce ($captures | _captures | str) as $s (.i = 0; .r[.i] += .s[.next:$offset] + $s | .i += 1) |
-  .next = $offset + $length) | .r[] + .s[.next:] // .s;
-def sub($re; str): sub($re; str; null);
-def gsub($re; str; $flags): sub($re; str; $flags + "g");
-def gsub($re; str): sub($re; str; "g");
-def fromstream(f): foreach f as $pv (null; if .e then null end | $pv as [$p, $v] |
+  .next = $offset + $length) | .r[] + .s[.next:] // .s;`, nil},
+	{"sub/2", `def sub($re; str): sub($re; str; null);`, []string{"sub/3"}},
+	{"gsub/3", `def gsub($re; str; $flags): sub($re; str; $flags + "g");`, []string{"sub/3"}},
+	{"gsub/2", `def gsub($re; str): sub($re; str; "g");`, []string{"sub/3"}},
+	{"fromstream/1", `def fromstream(f): foreach f as $pv (null; if .e then null end | $pv as [$p, $v] |
   if $pv | length == 2 then setpath(["v"] + $p; $v) | setpath(["e"]; $p | length == 0) else setpath(["e"]; $p | length == 1) end;
-  if .e then .v else empty end);
-def pick(f): . as $v | reduce path(f) as $p (null; setpath($p; $v | getpath($p)));
-`
+  if .e then .v else empty end);`, nil},
+	{"pick/1", `def pick(f): . as $v | reduce path(f) as $p (null; setpath($p; $v | getpath($p)));`, nil},
+}
+
+// prelude returns the definitions of preludeDefs that q calls, with those
+// they use, in an order where each comes after what it uses.
+func prelude(q *gojq.Query) string {
+	called := map[string]bool{}
+	walkTerms(q, func(t *gojq.Term) {
+		if t.Type == gojq.TermTypeFunc {
+			called[t.Func.Name+"/"+strconv.Itoa(len(t.Func.Args))] = true
+		}
+	})
+	for changed := true; changed; {
+		changed = false
+		for _, d := range preludeDefs {
+			if !called[d.name] {
+				continue
+			}
+			for _, u := range d.uses {
+				if !called[u] {
+					called[u], changed = true, true
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for _, d := range preludeDefs { // each after what it uses
+		if called[d.name] {
+			b.WriteString(d.src)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
 
 // checkProgram refuses, in q as written, what the bounds cannot check at
 // run time: names the rewrite reserves, recursion in the program's own
@@ -382,7 +418,6 @@ func recursive(q *gojq.Query) string {
 }
 
 // rewrite makes q's growing operations checked, in place; see BuildBytes.
-// The prelude's own operators (_hg_add, _hg_mul) are left as they are.
 func rewrite(q *gojq.Query) {
 	walkQueries(q, rewriteQuery, rewriteTerm)
 }
@@ -396,23 +431,23 @@ func rewriteQuery(q *gojq.Query) {
 		if constNumberQ(l) || constNumberQ(r) || isLiteral(l, gojq.TermTypeString) && isLiteral(r, gojq.TermTypeString) {
 			return
 		}
-		setCall(q, "_hg_add", l, r)
+		setChecked(q, gojq.OpAdd, l, r)
 	case gojq.OpMul:
 		if constNumberQ(l) && constNumberQ(r) {
 			return
 		}
-		setCall(q, "_hg_mul", l, r)
+		setChecked(q, gojq.OpMul, l, r)
 	case gojq.OpUpdateAdd, gojq.OpUpdateMul:
 		// l op= r is r as $x | l |= . op $x.
 		if q.Op == gojq.OpUpdateAdd && constNumberQ(r) {
 			return
 		}
-		name := "_hg_add"
+		op := gojq.OpAdd
 		if q.Op == gojq.OpUpdateMul {
-			name = "_hg_mul"
+			op = gojq.OpMul
 		}
 		update := &gojq.Query{}
-		setCall(update, name, identity(), variable(budgetVar+"_u"))
+		setChecked(update, op, identity(), variable(budgetVar+"_u"))
 		setBindModify(q, r, l, update)
 	case gojq.OpAssign:
 		// l = r sets every path of l to r's value; charge each, as l |= $x.
@@ -457,6 +492,33 @@ func rewriteTerm(t *gojq.Term) {
 	}
 }
 
+// setChecked makes q the checked form of l op r, inline:
+//
+//	r as $__hg_r | l as $__hg_l | [_hg_repeat($__hg; $__hg_l; $__hg_r) |] $__hg_l op $__hg_r | _hg_sized($__hg)
+//
+// The operands are evaluated as the operator evaluates them, right then
+// left, so that several values come in the same order, and each sees the
+// same input. Bindings inside l or r are scoped to them.
+func setChecked(q *gojq.Query, op gojq.Operator, l, r *gojq.Query) {
+	lv, rv := variable(budgetVar+"_l"), variable(budgetVar+"_r")
+	result := pipe(&gojq.Query{Left: lv, Op: op, Right: rv}, sized())
+	if op == gojq.OpMul {
+		result = pipe(call("_hg_repeat", variable(budgetVar), lv, rv), result)
+	}
+	*q = gojq.Query{
+		FuncDefs: q.FuncDefs,
+		Left:     r,
+		Patterns: []*gojq.Pattern{{Name: budgetVar + "_r"}},
+		Op:       gojq.OpPipe,
+		Right: &gojq.Query{
+			Left:     l,
+			Patterns: []*gojq.Pattern{{Name: budgetVar + "_l"}},
+			Op:       gojq.OpPipe,
+			Right:    result,
+		},
+	}
+}
+
 // wrapTerm makes t (t | _hg_sized($__hg)), keeping its suffixes outside.
 func wrapTerm(t *gojq.Term) {
 	inner := *t
@@ -473,10 +535,6 @@ func setBindModify(q, value, path, update *gojq.Query) {
 		Op:       gojq.OpPipe,
 		Right:    &gojq.Query{Left: path, Op: gojq.OpModify, Right: update},
 	}
-}
-
-func setCall(q *gojq.Query, name string, args ...*gojq.Query) {
-	*q = gojq.Query{FuncDefs: q.FuncDefs, Term: call(name, args...).Term}
 }
 
 func call(name string, args ...*gojq.Query) *gojq.Query {
@@ -537,7 +595,7 @@ func indexes(t *gojq.Term) []*gojq.Index {
 }
 
 // walkQueries calls fq on every query and ft on every term of q, children
-// first, skipping the prelude's operator definitions. Either may be nil.
+// first. Either may be nil.
 func walkQueries(q *gojq.Query, fq func(*gojq.Query), ft func(*gojq.Term)) {
 	w := walker{fq: fq, ft: ft}
 	w.query(q)
@@ -556,9 +614,6 @@ func (w walker) query(q *gojq.Query) {
 		return
 	}
 	for _, fd := range q.FuncDefs {
-		if fd.Name == "_hg_add" || fd.Name == "_hg_mul" {
-			continue
-		}
 		w.query(fd.Body)
 	}
 	w.term(q.Term)

@@ -57,7 +57,7 @@ func compile(key, src string, deterministic bool) (*program, error) {
 		src = noNow + src
 		p.literals["now is not allowed here: the body must be the same on every attempt"] = true
 	}
-	if q, err = gojq.Parse(prelude + src); err != nil {
+	if q, err = gojq.Parse(prelude(q) + src); err != nil {
 		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
 	}
 	rewrite(q)
