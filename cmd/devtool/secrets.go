@@ -23,6 +23,9 @@ const (
 	// demoPlainSecret serves the schemes that take any string (github,
 	// shopify, hmac).
 	demoPlainSecret = "hookgate-local-demo-secret"
+	// demoAdyenKey is an Adyen HMAC key, which Adyen writes in hex: the
+	// bytes of demoPlainSecret.
+	demoAdyenKey = "686f6f6b676174652d6c6f63616c2d64656d6f2d736563726574"
 )
 
 // demoSecrets returns a demo value for each secret variable cfg names (a
@@ -43,6 +46,8 @@ func demoSecrets(cfg *config.Config, getenv func(string) string) map[string]stri
 			value = demoWebhookSecret
 		case config.SchemeStripe:
 			value = demoStripeSecret
+		case config.SchemeAdyen:
+			value = demoAdyenKey
 		}
 		for _, name := range p.SecretsEnv {
 			add(name, value)

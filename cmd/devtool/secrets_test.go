@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"testing"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -122,4 +123,17 @@ func TestDemoWebhookSecret(t *testing.T) {
 	require.Equal(t, "whsec_"+base64.StdEncoding.EncodeToString([]byte("hookgate-local-demo-secret-32byt")), demoWebhookSecret)
 	_, err := standardwebhooks.NewWebhook(demoWebhookSecret)
 	require.NoError(t, err)
+}
+
+// TestDemoAdyenKeyIsHex: Adyen's key is hex, so its demo value must be, or
+// ingest would refuse to start under `devtool run`.
+func TestDemoAdyenKeyIsHex(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte("providers:\n  - {name: adyen, scheme: adyen, secrets_env: [ADYEN_HMAC_KEY]}\n"))
+	require.NoError(t, err)
+	got := demoSecrets(cfg, func(string) string { return "" })
+	require.Equal(t, map[string]string{"ADYEN_HMAC_KEY": demoAdyenKey}, got)
+	key, err := hex.DecodeString(demoAdyenKey)
+	require.NoError(t, err)
+	require.Equal(t, demoPlainSecret, string(key))
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,4 +239,50 @@ func seriesCount(metrics string) int {
 		}
 	}
 	return n
+}
+
+// TestPoisonContentTypeBesideGoodSenders: eight senders resend signed
+// requests whose Content-Type no text column can hold (0xFF) while good
+// senders post 200 events. Each poisoned request is refused 400, none 503;
+// every good event is claimed; nothing is logged at ERROR.
+func TestPoisonContentTypeBesideGoodSenders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const poisoned, tries, good, senders = 8, 10, 200, 8
+	statuses := map[int]int{} // status -> poisoned replies
+	var goodFailed []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for p := range poisoned {
+		wg.Go(func() {
+			req := signStripe(stripeEvent(fmt.Sprintf("evt_poison_%d", p), "invoice.paid"), stripeSecret, time.Now())
+			req.header.Set("Content-Type", "\xff")
+			for range tries {
+				r := b.post(t, req)
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+			}
+		})
+	}
+	for s := range senders {
+		wg.Go(func() {
+			for i := s; i < good; i += senders {
+				id := fmt.Sprintf("evt_good_%d", i)
+				if r := b.post(t, signStripe(stripeEvent(id, "invoice.paid"), stripeSecret, time.Now())); r.status != http.StatusOK {
+					mu.Lock()
+					goodFailed = append(goodFailed, fmt.Sprintf("%s: %d", id, r.status))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	require.Empty(t, goodFailed, "every good event is acknowledged")
+	require.Equal(t, map[int]int{http.StatusBadRequest: poisoned * tries}, statuses, "refused for what they are, never 503")
+	require.Equal(t, good, b.count(t, `SELECT count(*) FROM webhook_event_claims WHERE event_id LIKE 'evt_good_%'`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM webhook_event_claims WHERE event_id LIKE 'evt_poison_%'`))
+	require.True(t, strings.Contains(b.metrics(t), `hookgate_ingest_unavailable_total{provider="stripe"} 0`), "no claim failed")
+	require.NotContains(t, b.logs.String(), `"level":"ERROR"`)
 }

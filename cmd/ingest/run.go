@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Help:    "Events claimed per shared claim transaction (group commit).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	})
-	claims := claim.NewGroup(store, claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D(),
+	claims := ingest.NewGroup(store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D(),
 		Observe: func(n int) { batchSize.Observe(float64(n)) }})
 	reg.MustRegister(batchSize, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "hookgate", Name: "ingest_claims_waiting",

@@ -67,7 +67,7 @@ func TestContractTable(t *testing.T) {
 	t.Run("same key, completed: duplicate", func(t *testing.T) {
 		b.post(t, signStripe(stripeEvent("evt_done", "checkout.session.completed"), stripeSecret, time.Now()))
 		done := claim.EventKey{Provider: "stripe", EventID: "evt_done"}
-		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: done.Provider, EventID: done.EventID}, &testfactory.DeliveryOpts{Status: claim.Completed})
+		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: done.Provider, EventID: done.EventID}, &testfactory.DeliveryOpts{Status: claim.DeliveryCompleted})
 		testfactory.SetClaim(ctx, t, b.pool, done, &testfactory.ClaimOpts{Status: claim.Completed})
 		jobs := b.jobs(t)
 		r := b.post(t, signStripe(stripeEvent("evt_done", "checkout.session.completed"), stripeSecret, time.Now()))
@@ -79,9 +79,9 @@ func TestContractTable(t *testing.T) {
 		b.post(t, signStripe(stripeEvent("evt_failed", "invoice.paid"), stripeSecret, time.Now()))
 		failed := claim.Key{Provider: "stripe", EventID: "evt_failed"}
 		failed.Route = "ledger"
-		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.Completed})
+		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.DeliveryCompleted})
 		failed.Route = "ship-order"
-		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.Failed, LastError: "HTTP 400"})
+		testfactory.SetDelivery(ctx, t, b.pool, failed, &testfactory.DeliveryOpts{Status: claim.DeliveryFailed, LastError: "HTTP 400"})
 		testfactory.SetClaim(ctx, t, b.pool, claim.EventKey{Provider: failed.Provider, EventID: failed.EventID}, &testfactory.ClaimOpts{Status: claim.Failed})
 		jobs := b.jobs(t)
 		r := b.post(t, signStripe(stripeEvent("evt_failed", "invoice.paid"), stripeSecret, time.Now()))
@@ -99,7 +99,7 @@ func TestContractTable(t *testing.T) {
 	t.Run("same key, failed, provider acks: duplicate", func(t *testing.T) {
 		body := []byte(`{"ref": "refs/heads/main"}`)
 		require.Equal(t, accepted, b.post(t, signGitHub("gh-failed", "push", body)).body)
-		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: "github", EventID: "gh-failed"}, &testfactory.DeliveryOpts{Status: claim.Failed})
+		testfactory.SetDelivery(ctx, t, b.pool, claim.Key{Provider: "github", EventID: "gh-failed"}, &testfactory.DeliveryOpts{Status: claim.DeliveryFailed})
 		testfactory.SetClaim(ctx, t, b.pool, claim.EventKey{Provider: "github", EventID: "gh-failed"}, &testfactory.ClaimOpts{Status: claim.Failed})
 		jobs := b.jobs(t)
 		require.Equal(t, duplicate, b.post(t, signGitHub("gh-failed", "push", body)).body)

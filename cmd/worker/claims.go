@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,42 +29,16 @@ const claimsUsage = `worker claims list [--status S] [--provider P] [--limit N] 
 // `claims show --json` carry it whole.
 const lastErrorWidth = 60
 
-// claimsCommand is `worker claims`: operator commands over the claim table,
-// one file each. They need DATABASE_URL and the config file (for routes'
-// max_attempts), but no secrets. common holds the flags given before
-// `claims`, which the command's own flags override.
-type claimsCommand struct {
-	common cli.Common
-	env    cli.Env
-}
-
-// Run dispatches to the command that args name after any common flags.
-func (c *claimsCommand) Run(ctx context.Context, args []string) error {
-	common := c.common
-	fs := cli.NewFlagSet("worker claims", claimsUsage, c.env, &common)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return errors.New("claims needs a command: list, show, retry, prune or export (see worker claims --help)")
-	}
-	command, rest := fs.Arg(0), fs.Args()[1:]
-	switch command {
-	case "list":
-		return (&claimsListCommand{common, c.env}).Run(ctx, rest)
-	case "show":
-		return (&claimsShowCommand{common, c.env}).Run(ctx, rest)
-	case "retry":
-		return (&claimsRetryCommand{common, c.env}).Run(ctx, rest)
-	case "prune":
-		return (&claimsPruneCommand{common, c.env}).Run(ctx, rest)
-	case "export":
-		return (&claimsExportCommand{common, c.env}).Run(ctx, rest)
-	case "help":
-		fs.Usage()
-		return cli.ErrHelp
-	}
-	return fmt.Errorf("unknown claims command %q: want list, show, retry, prune or export (see worker claims --help)", command)
+// claimsCommands are `worker claims`: operator commands over the claim
+// table, one file each. They need DATABASE_URL and the config file (for
+// routes' max_attempts), but no secrets. The flags given before `claims`
+// are the commands' common flags, which their own flags override.
+var claimsCommands = []subcommand{
+	{"list", func(c cli.Common, e cli.Env) runner { return &claimsListCommand{c, e} }},
+	{"show", func(c cli.Common, e cli.Env) runner { return &claimsShowCommand{c, e} }},
+	{"retry", func(c cli.Common, e cli.Env) runner { return &claimsRetryCommand{c, e} }},
+	{"prune", func(c cli.Common, e cli.Env) runner { return &claimsPruneCommand{c, e} }},
+	{"export", func(c cli.Common, e cli.Env) runner { return &claimsExportCommand{c, e} }},
 }
 
 // parse parses flags wherever they sit among the arguments (`show stripe

@@ -80,7 +80,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	enc := json.NewEncoder(w)
 	var v exportView
 	err = store.Export(ctx, f, func(e *claim.Exported) error {
-		v.Claim, v.Payload = e.Claim, e.Payload
+		v.Record, v.Payload = e.Record, e.Payload
 		v.Deliveries = v.Deliveries[:0]
 		for _, d := range e.Deliveries {
 			r, _ := cfg.Route(d.Route)

@@ -31,7 +31,7 @@ type deliveryView struct {
 
 // claimView is a claim with its deliveries, as `claims show` prints it.
 type claimView struct {
-	claim.Claim
+	claim.Record
 	Deliveries []deliveryView `json:"deliveries"`
 }
 
@@ -70,7 +70,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	v := claimView{Claim: cl, Deliveries: make([]deliveryView, len(ds))}
+	v := claimView{Record: cl, Deliveries: make([]deliveryView, len(ds))}
 	for i, d := range ds {
 		r, _ := cfg.Route(d.Route)
 		v.Deliveries[i] = deliveryView{

@@ -6,10 +6,14 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookgate/hookgate/internal/lockout"
 )
 
 // The River UI's mount point and the one user its basic auth accepts.
@@ -26,9 +30,16 @@ type ops struct {
 	// ui is the River UI, nil when disabled; uiPassword guards it.
 	ui         http.Handler
 	uiPassword string
+	// failures counts failed basic-auth attempts per name.
+	failures lockout.Limiter
 }
 
-// routes lists every endpoint the worker serves.
+// routes lists every endpoint the worker serves. Every state-changing
+// request (the River UI cancels, retries and deletes jobs with POSTs) must
+// come from the page's own origin: a browser that has cached the basic-auth
+// credentials sends them with a cross-site form too, so such requests are
+// refused (403) before authentication. Scripts and curl, which send neither
+// Origin nor Sec-Fetch-Site, are unaffected.
 func (o *ops) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", o.handleHealthz)
@@ -41,9 +52,13 @@ func (o *ops) routes() http.Handler {
 	}))
 	if o.ui != nil {
 		// The UI can cancel, retry and delete jobs: never without auth.
-		mux.Handle(uiPrefix+"/", basicAuth(uiUser, o.uiPassword, o.ui))
+		mux.Handle(uiPrefix+"/", o.basicAuth(uiUser, o.uiPassword, o.ui))
 	}
-	return mux
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused"})
+	}))
+	return csrf.Handler(mux)
 }
 
 // handleHealthz answers while the process is up.
@@ -73,18 +88,43 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // basicAuth lets through requests carrying user and password. Both are
 // compared as SHA-256 digests in constant time, so neither their content
 // nor their length shows in response times.
-func basicAuth(user, password string, next http.Handler) http.Handler {
+//
+// Failed attempts are limited per name (o.failures: five a minute), and a
+// name past its limit is refused with 429 without its password being
+// checked, so a guesser gets five tries a minute. Every name but user's is
+// counted under one entry: made-up names cost no memory and cannot lock
+// out user. A request without credentials (a browser's first, before it
+// prompts) is neither a failure nor refused: it is asked for them.
+func (o *ops) basicAuth(user, password string, next http.Handler) http.Handler {
 	wantUser, wantPass := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, _ := r.BasicAuth()
+		u, p, given := r.BasicAuth()
 		gotUser, gotPass := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
 		userOK := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
+		name := unknownUser
+		if userOK == 1 {
+			name = user
+		}
+		if wait := o.failures.Wait(name); given && wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many failed sign-ins; retry later"})
+			return
+		}
 		passOK := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
 		if userOK&passOK != 1 {
+			if given && o.failures.Fail(name) {
+				o.logger.Warn("River UI: too many failed sign-ins; refusing the name for a minute",
+					slog.String("user", name))
+			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="hookgate River UI", charset="UTF-8"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 			return
 		}
+		o.failures.Succeed(name)
 		next.ServeHTTP(w, r)
 	})
 }
+
+// unknownUser is the one name failed attempts with any name but the UI's
+// user are counted under.
+const unknownUser = "(unknown user)"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -21,38 +20,13 @@ const routesUsage = `worker routes list [--json]
        worker routes pause NAME
        worker routes resume NAME`
 
-// routesCommand is `worker routes`: each route's backlog and state, and
+// routesCommands are `worker routes`: each route's backlog and state, and
 // pausing and resuming one route across every worker through River's queue
-// pause. They need DATABASE_URL and the config file, but no secrets. common
-// holds the flags given before `routes`, which the command's own override.
-type routesCommand struct {
-	common cli.Common
-	env    cli.Env
-}
-
-// Run dispatches to the command that args name after any common flags.
-func (c *routesCommand) Run(ctx context.Context, args []string) error {
-	common := c.common
-	fs := cli.NewFlagSet("worker routes", routesUsage, c.env, &common)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return errors.New("routes needs a command: list, pause or resume (see worker routes --help)")
-	}
-	command, rest := fs.Arg(0), fs.Args()[1:]
-	switch command {
-	case "list":
-		return (&routesListCommand{common, c.env}).Run(ctx, rest)
-	case "pause":
-		return (&routesPauseCommand{common, c.env, true}).Run(ctx, rest)
-	case "resume":
-		return (&routesPauseCommand{common, c.env, false}).Run(ctx, rest)
-	case "help":
-		fs.Usage()
-		return cli.ErrHelp
-	}
-	return fmt.Errorf("unknown routes command %q: want list, pause or resume (see worker routes --help)", command)
+// pause. They need DATABASE_URL and the config file, but no secrets.
+var routesCommands = []subcommand{
+	{"list", func(c cli.Common, e cli.Env) runner { return &routesListCommand{c, e} }},
+	{"pause", func(c cli.Common, e cli.Env) runner { return &routesPauseCommand{c, e, true} }},
+	{"resume", func(c cli.Common, e cli.Env) runner { return &routesPauseCommand{c, e, false} }},
 }
 
 // routesDB is what a routes command works with.

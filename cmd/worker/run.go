@@ -75,9 +75,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "migrate":
 		return cli.Migrate(ctx, "worker", common, rest, env)
 	case "claims":
-		return (&claimsCommand{common: common, env: env}).Run(ctx, rest)
+		return dispatch(ctx, "claims", claimsUsage, common, env, rest, claimsCommands)
 	case "routes":
-		return (&routesCommand{common: common, env: env}).Run(ctx, rest)
+		return dispatch(ctx, "routes", routesUsage, common, env, rest, routesCommands)
 	}
 	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
 }
@@ -120,7 +120,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	maxAttempts := cfg.MaxAttempts
-	reconciler := deliver.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
+	reconciler := maintenance.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -209,7 +210,7 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 
 	out.Reset()
 	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list", "--json", "--provider", "stripe", "--limit", "1"}, env, &out, io.Discard))
-	var c claim.Claim
+	var c claim.Record
 	require.NoError(t, json.Unmarshal(out.Bytes(), &c))
 	require.Equal(t, "evt_1", c.EventID)
 
@@ -224,7 +225,8 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 
 func TestBasicAuth(t *testing.T) {
 	t.Parallel()
-	h := basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := &ops{logger: slog.New(slog.DiscardHandler)}
+	h := o.basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	}))
 	for _, tt := range []struct {

@@ -224,6 +224,36 @@ func TestKubernetesBase(t *testing.T) {
 		}
 	})
 
+	t.Run("provider secret files are mounted into ingest, whole", func(t *testing.T) {
+		pod := o.deployments["hookgate-ingest"].Spec.Template.Spec
+		var mountPath string
+		for _, v := range pod.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == "hookgate-provider-secrets" {
+				for _, m := range pod.Containers[0].VolumeMounts {
+					if m.Name == v.Name {
+						require.Empty(t, m.SubPath, "a subPath mount never sees the Secret change")
+						require.True(t, m.ReadOnly)
+						mountPath = m.MountPath
+					}
+				}
+				require.NotNil(t, pod.SecurityContext.FSGroup, "the non-root user reads the files through fsGroup")
+				require.Equal(t, int32(0o440), *v.Secret.DefaultMode)
+			}
+		}
+		require.NotEmpty(t, mountPath, "ingest mounts the Secret hookgate-provider-secrets")
+		files := 0
+		for _, p := range cfg.Providers {
+			for _, f := range p.SecretsFile {
+				require.True(t, strings.HasPrefix(f, mountPath+"/"), "%s is under the mount %s", f, mountPath)
+				files++
+			}
+		}
+		require.NotZero(t, files, "the base config reads a secret from a file")
+		for _, v := range o.deployments["hookgate-worker"].Spec.Template.Spec.Volumes {
+			require.Nil(t, v.Secret, "the worker never verifies, so never sees the provider secrets")
+		}
+	})
+
 	t.Run("secrets by name only", func(t *testing.T) {
 		require.NotEmpty(t, o.containersOf)
 		for workload, cs := range o.containersOf {

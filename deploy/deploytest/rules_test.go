@@ -23,6 +23,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// parseRules parses a rule file as Prometheus does.
+func parseRules(path string) (*rulefmt.RuleGroups, []error) {
+	return rulefmt.ParseFile(path, false, model.UTF8Validation, promQL, slog.New(slog.DiscardHandler))
+}
+
 // Paths from this package to what it tests.
 const (
 	rulesFile     = "../prometheus/alerts.yaml"
@@ -31,9 +36,11 @@ const (
 )
 
 // loadRules parses the rule file as Prometheus does, unknown fields rejected.
+// It also parses every rule's expression as PromQL, so a typo fails every
+// test that loads the rules (TestRuleLoadingRejectsABadExpression).
 func loadRules(t *testing.T) *rulefmt.RuleGroups {
 	t.Helper()
-	groups, errs := rulefmt.ParseFile(rulesFile, false, model.UTF8Validation, promQL, slog.New(slog.DiscardHandler))
+	groups, errs := parseRules(rulesFile)
 	require.Empty(t, errs, "%s", rulesFile)
 	require.NotEmpty(t, groups.Groups)
 	return groups
@@ -247,14 +254,39 @@ func evalAlert(t *testing.T, ctx context.Context, ng *promql.Engine, st *memStor
 	}
 }
 
-// TestEveryExpressionParses: rules and recorded expressions are valid
-// PromQL, so a typo fails here, not in Prometheus's rule loading.
-func TestEveryRuleExpressionParses(t *testing.T) {
+// TestRuleLoadingRejectsABadExpression: loading the rules parses each
+// expression as PromQL, so a typo in any of them fails the tests that load
+// them, not Prometheus's rule loading. Each expression of the rule file is
+// broken in turn in a copy, which must then be refused naming its rule.
+func TestRuleLoadingRejectsABadExpression(t *testing.T) {
 	t.Parallel()
-	for _, g := range loadRules(t).Groups {
-		for _, r := range g.Rules {
-			_, err := promQL.ParseExpr(r.Expr)
-			require.NoError(t, err, "%s%s", r.Alert, r.Record)
+	src, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal(src, &doc))
+	var exprs []*yaml.Node
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "expr" {
+				exprs = append(exprs, n.Content[i+1])
+			}
 		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&doc)
+	require.NotEmpty(t, exprs)
+	for i, e := range exprs {
+		good := e.Value
+		e.Value = good + " )"
+		broken, err := yaml.Marshal(&doc)
+		e.Value = good
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), "alerts.yaml")
+		require.NoError(t, os.WriteFile(path, broken, 0o600))
+		_, errs := parseRules(path)
+		require.NotEmpty(t, errs, "expression %d (%q) broken, yet the rules load", i, good)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -309,4 +310,27 @@ func TestConcurrentBatches(t *testing.T) {
 	close(r.gate)
 	o.wg.Wait()
 	require.NoError(t, o.err[0])
+}
+
+// TestRefused tells the database refusing a statement from not answering.
+func TestRefused(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		code string
+		want bool
+	}{
+		{"22021", true},  // invalid byte sequence: a malformed value
+		{"23505", true},  // unique violation
+		{"40P01", true},  // deadlock detected
+		{"08006", false}, // connection failure
+		{"53300", false}, // too many connections
+		{"57014", false}, // query canceled (a statement timeout)
+		{"57P01", false}, // admin shutdown
+		{"58030", false}, // I/O error
+		{"XX000", false}, // internal error
+	} {
+		require.Equal(t, tt.want, batch.Refused(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: tt.code})), tt.code)
+	}
+	require.False(t, batch.Refused(errors.New("no answer")), "an error that is not the database's")
+	require.False(t, batch.Refused(context.DeadlineExceeded))
 }

@@ -185,7 +185,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	store := claim.NewStore(pool, jobs, func(string) int { return 10 })
-	group := claim.NewGroup(store, claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	group := ingest.NewGroup(store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	table, err := route.New(cfg, secrets.Headers)
 	if err != nil {
 		b.Fatal(err)

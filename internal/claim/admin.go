@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claim is one row of webhook_event_claims, without its payload.
-type Claim struct {
+// Record is one row of webhook_event_claims, without its payload.
+type Record struct {
 	Provider     string     `json:"provider"`
 	EventID      string     `json:"event_id"`
 	EventType    string     `json:"event_type"`
@@ -39,7 +39,7 @@ const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), s
     coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
 
 // List returns claims newest first.
-func (s *Store) List(ctx context.Context, f Filter) ([]Claim, error) {
+func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -50,7 +50,7 @@ LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
-	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Claim])
+	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Record])
 	if err != nil {
 		return nil, fmt.Errorf("listing claims: %w", err)
 	}
@@ -58,18 +58,18 @@ LIMIT $3`, string(f.Status), f.Provider, f.Limit)
 }
 
 // Get returns one claim and its deliveries (without payload).
-func (s *Store) Get(ctx context.Context, provider, eventID string) (Claim, []Delivery, error) {
+func (s *Store) Get(ctx context.Context, provider, eventID string) (Record, []Delivery, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
 WHERE provider = $1 AND event_id = $2`, provider, eventID)
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
-	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Claim])
+	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Record])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Claim{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
+		return Record{}, nil, fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
 	}
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading claim %s/%s: %w", provider, eventID, err)
 	}
 	// Without the payload, which nothing here shows. The business keys a
 	// claim holds are found through their claim index.
@@ -79,11 +79,11 @@ JOIN webhook_event_claims c USING (provider, event_id)
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
 WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	ds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
 	if err != nil {
-		return Claim{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
+		return Record{}, nil, fmt.Errorf("reading deliveries of %s/%s: %w", provider, eventID, err)
 	}
 	return c, ds, nil
 }
@@ -106,28 +106,60 @@ WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT
 // reopenBatch is how many failed claims ReopenFailed reads at a time.
 const reopenBatch = 500
 
+// failedPage is a page of the failed claims that failed no later than
+// before, optionally of one provider, in (updated_at, provider, event_id)
+// order after the cursor after (none when nil): keyset pagination, so a
+// claim left failed by its reopen (it had nothing to reopen) is read once.
+func (s *Store) failedPage(ctx context.Context, provider string, before time.Time, after *failedCursor, limit int) ([]failedCursor, error) {
+	var at *time.Time
+	var p, id string
+	if after != nil {
+		at, p, id = &after.UpdatedAt, after.Provider, after.EventID
+	}
+	rows, err := s.db.Query(ctx, `SELECT updated_at, provider, event_id FROM webhook_event_claims
+WHERE status = 'failed' AND ($1 = '' OR provider = $1) AND updated_at <= $2
+  AND ($3::timestamptz IS NULL OR (updated_at, provider, event_id) > ($3, $4, $5))
+ORDER BY updated_at, provider, event_id LIMIT $6`, provider, before, at, p, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	page, err := pgx.CollectRows(rows, pgx.RowToStructByPos[failedCursor])
+	if err != nil {
+		return nil, fmt.Errorf("listing failed claims: %w", err)
+	}
+	return page, nil
+}
+
+// failedCursor is where a page of failed claims ends.
+type failedCursor struct {
+	UpdatedAt time.Time
+	Provider  string
+	EventID   string
+}
+
 // ReopenFailed reopens every failed claim, optionally of one provider,
 // oldest failure first, as Reopen does one; it reads them reopenBatch at a
-// time rather than all at once. A claim reopened
-// here that fails again during the run comes back in a later batch and is
-// not reopened twice. A claim reopened or deleted meanwhile by someone else
-// is skipped. reopened, when not nil, is called after each claim with the
-// number of its deliveries reopened. It returns the totals so far, also
-// with an error.
+// time rather than all at once, each page after the last (keyset
+// pagination). Only claims that had failed when the run began are read: a
+// claim reopened here that fails again during the run has failed since,
+// and is not reopened twice. A claim reopened or deleted meanwhile by
+// someone else is skipped, and so is one with no delivery to reopen.
+// reopened, when not nil, is called after each claim with the number of
+// its deliveries reopened. It returns the totals so far, also with an
+// error.
 func (s *Store) ReopenFailed(ctx context.Context, provider string, force bool, reopened func(k EventKey, deliveries int)) (claims, deliveries int, err error) {
-	seen := map[EventKey]bool{}
+	var start time.Time
+	if err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&start); err != nil {
+		return 0, 0, fmt.Errorf("listing failed claims: %w", err)
+	}
+	var after *failedCursor
 	for {
-		keys, err := s.FailedKeys(ctx, provider, reopenBatch)
+		page, err := s.failedPage(ctx, provider, start, after, reopenBatch)
 		if err != nil {
 			return claims, deliveries, err
 		}
-		fresh := 0
-		for _, k := range keys {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			fresh++
+		for _, c := range page {
+			k := EventKey{Provider: c.Provider, EventID: c.EventID}
 			n, err := s.Reopen(ctx, k.Provider, k.EventID, force)
 			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
 				continue
@@ -141,9 +173,10 @@ func (s *Store) ReopenFailed(ctx context.Context, provider string, force bool, r
 				reopened(k, n)
 			}
 		}
-		if fresh == 0 {
+		if len(page) < reopenBatch {
 			return claims, deliveries, nil
 		}
+		after = &page[len(page)-1]
 	}
 }
 

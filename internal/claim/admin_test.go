@@ -31,7 +31,7 @@ func (b *bundle) backdate(t *testing.T, column, provider, id string, ago time.Du
 	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: provider, EventID: id}, opts)
 }
 
-func keysOf(claims []claim.Claim) []string {
+func keysOf(claims []claim.Record) []string {
 	keys := make([]string, len(claims))
 	for i, c := range claims {
 		keys[i] = c.Provider + "/" + c.EventID
@@ -233,6 +233,34 @@ func TestReopenFailed(t *testing.T) {
 		require.Equal(t, 1, claims)
 		require.Equal(t, 2, deliveries)
 	})
+}
+
+// A page of failed claims that cannot be reopened (their deliveries failed
+// for want of a business key, and keep their updated_at) does not end the
+// run: the claims after it are still reopened.
+func TestReopenFailedPastClaimsThatStayFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const stuck = 501 // more than one page of FailedKeys
+	b.exec(t, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, updated_at, attempt_count)
+SELECT 'stripe', 'evt_stuck_' || i, 'invoice.paid', 'failed', '{}'::bytea, now() - make_interval(secs => 3600 + i), 0
+FROM generate_series(1, $1) AS i`, stuck)
+	b.exec(t, `INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
+SELECT 'stripe', 'evt_stuck_' || i, 'ship', 'failed', 'business key: field id is missing', true
+FROM generate_series(1, $1) AS i`, stuck)
+	b.claimAs(t, "stripe", "evt_newer", "ship")
+	b.record(t, key("evt_newer", "ship"), reject)
+
+	var got []claim.EventKey
+	claims, deliveries, err := b.store.ReopenFailed(t.Context(), "", false, func(k claim.EventKey, _ int) {
+		got = append(got, k)
+	})
+	require.NoError(t, err)
+	require.Equal(t, []claim.EventKey{{"stripe", "evt_newer"}}, got)
+	require.Equal(t, 1, claims)
+	require.Equal(t, 1, deliveries)
+	c, _ := b.get(t, "evt_newer")
+	require.Equal(t, claim.Processing, c.Status)
 }
 
 func TestConflictStatus(t *testing.T) {

@@ -119,7 +119,7 @@ func (b *bundle) record(t *testing.T, k claim.Key, r claim.AttemptResult) {
 }
 
 // get returns a stripe claim and its deliveries by route.
-func (b *bundle) get(t *testing.T, id string) (claim.Claim, map[string]claim.Delivery) {
+func (b *bundle) get(t *testing.T, id string) (claim.Record, map[string]claim.Delivery) {
 	t.Helper()
 	c, ds, err := b.store.Get(t.Context(), "stripe", id)
 	require.NoError(t, err)

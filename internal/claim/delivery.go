@@ -144,21 +144,59 @@ type AttemptResult struct {
 // when its claim does not exist.
 func (s *Store) RecordAttempt(ctx context.Context, k Key, r AttemptResult) error {
 	recorded, err := s.RecordAttempts(ctx, []Attempt{{Key: k, Result: r}})
+	if err != nil || recorded[0] {
+		return err
+	}
+	exists, err := s.claimExists(ctx, k)
 	switch {
 	case err != nil:
-		return err
-	case !recorded[0] && !s.claimExists(ctx, k):
+		return fmt.Errorf("recording attempt for %s: %w", k, err)
+	case !exists:
 		return fmt.Errorf("recording attempt for %s: %w", k, ErrNotFound)
-	case !recorded[0]:
-		return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
 	}
-	return nil
+	return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
 }
 
 // Attempt is one delivery's attempt outcome, for RecordAttempts.
 type Attempt struct {
 	Key    Key
 	Result AttemptResult
+}
+
+// JobRun is the run of a delivery job that made an attempt: the job's id
+// and River's attempt number of that run.
+type JobRun struct {
+	ID      int64
+	Attempt int
+}
+
+// EndJobs ends delivery jobs in one transaction and one round trip: for
+// each attempts[i] made by the run jobs[i], it records the outcome (see
+// RecordAttempts) and completes the job, as river.JobCompleteTx would. The
+// transaction is s's when s is one Transact handed out; else the
+// statements, sent together, run as one implicit transaction that commits
+// once all have succeeded (pgx.Conn.SendBatch), so no BEGIN or COMMIT
+// costs a round trip of its own. It locks the claims first, in key order,
+// then the jobs, in id order: every path that settles a delivery takes its
+// claim's lock before its job's, so two transactions sharing a job wait at
+// the claim instead of deadlocking.
+//
+// River's fence: only jobs still running the attempt that ended are
+// touched. A job River rescued meanwhile and started again (a higher
+// attempt) is left alone, and so is its delivery: the new run owns it.
+// live[i] says whether jobs[i] was still running and is now completed;
+// recorded[i] whether attempts[i] was written (false also when the
+// delivery was no longer processing). Keys must be distinct.
+func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) (live, recorded []bool, err error) {
+	var b pgx.Batch
+	queueLockClaims(&b, attempts)
+	s.river().JobLockRunningMany(&b, jobs)
+	recorded = queueRecordAttempts(&b, attempts, jobs)
+	live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
+	}
+	return live, recorded, nil
 }
 
 // lockClaimsSQL takes the row locks of the claims of arrays of keys, in
@@ -177,11 +215,13 @@ CROSS JOIN LATERAL (
 
 // claimExists reports whether the claim of k exists, to tell ErrNotFound
 // from ErrConflict after the fact; the happy path never asks.
-func (s *Store) claimExists(ctx context.Context, k Key) bool {
+func (s *Store) claimExists(ctx context.Context, k Key) (bool, error) {
 	var ok bool
-	_ = s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
-		k.Provider, k.EventID).Scan(&ok)
-	return ok
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims WHERE provider = $1 AND event_id = $2)`,
+		k.Provider, k.EventID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("reading whether the claim exists: %w", err)
+	}
+	return ok, nil
 }
 
 // RecordAttempts is RecordAttempt for many deliveries in one transaction
@@ -264,15 +304,14 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // updated through its row's ctid. Written as a join with the array,
 // Postgres plans it from the processing index as soon as its statistics
 // lag a backlog (a worker catching up after an outage, a fresh table),
-// and then reads every processing delivery for every batch: seen in the
-// drain benchmark, 220 buffers a delivery. The lateral lookup names no
-// status, and its LIMIT keeps Postgres from flattening it or pushing the
-// status test into it (see lockRunningJobsSQL), so the processing index can
-// never serve it; a ctid is always found directly.
+// and then reads every processing delivery for every batch (measured in
+// docs/benchmarks.md). The lateral lookup names no status, and its LIMIT
+// keeps Postgres from flattening it or pushing the status test into it
+// (see lockRunningJobsSQL), so the processing index can never serve it; a
+// ctid is always found directly (TestJobEndsFollowPrimaryKeysWhenStatisticsLag).
 //
 // An attempt that names its job ($9, $10) is recorded only while that job
-// is still running that attempt (River's fence), its state tested outside
-// its lookup as in lockRunningJobsSQL.
+// is still running that attempt (River's fence; riverTables.jobRunningSQL).
 //
 // The roll-up recomputes each claim's status from its deliveries:
 // completed once all are completed or skipped, failed once one failed and
@@ -280,7 +319,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // and keeps the latest error. Its reads of the deliveries cannot see this
 // statement's own updates, so a delivery just recorded counts with its new
 // status.
-const recordAttemptsSQL = `
+var recordAttemptsSQL = `
 WITH v AS (
     SELECT v.*, x.tid
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[],
@@ -291,9 +330,7 @@ WITH v AS (
         WHERE x.provider = v.provider AND x.event_id = v.event_id AND x.route = v.route
         LIMIT 1 FOR UPDATE) x
     WHERE x.status = 'processing'
-      AND (v.job IS NULL OR EXISTS (
-          SELECT 1 FROM (SELECT j.state FROM river_job j WHERE j.id = v.job AND j.attempt = v.job_attempt LIMIT 1) j
-          WHERE j.state = 'running'))
+      AND (v.job IS NULL OR ` + riverTables{}.jobRunningSQL("v.job", "v.job_attempt") + `)
 ), recorded AS (
     UPDATE webhook_deliveries d SET
         status = v.status,

@@ -485,6 +485,47 @@ func TestReopen(t *testing.T) {
 
 // TestRecordAttemptsBatch settles deliveries of several claims in one call,
 // siblings included, and skips the one that is no longer processing.
+// cancelAfterBatch runs everything on the real database, and cancels the
+// context of the call once its batch has run: the statements after it then
+// fail as they would when the caller gives up or the connection drops.
+type cancelAfterBatch struct {
+	claim.DB
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterBatch) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return batchThenCancel{c.DB.SendBatch(ctx, b), c.cancel}
+}
+
+type batchThenCancel struct {
+	pgx.BatchResults
+	cancel context.CancelFunc
+}
+
+func (b batchThenCancel) Close() error {
+	err := b.BatchResults.Close()
+	b.cancel()
+	return err
+}
+
+// When a delivery is not recorded, RecordAttempt reads whether its claim
+// exists to tell ErrNotFound from ErrConflict; a failure of that read is
+// its error, not a claim that does not exist.
+func TestRecordAttemptNamesAFailedExistenceCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.claimed(t, "evt_1", "ship")
+	b.record(t, key("evt_1", "ship"), success)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	store := claim.NewStore(cancelAfterBatch{DB: b.conn, cancel: cancel}, nil, nil)
+	err := store.RecordAttempt(ctx, key("evt_1", "ship"), reject)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, claim.ErrNotFound)
+	require.NotErrorIs(t, err, claim.ErrConflict)
+}
+
 func TestRecordAttemptsBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -495,7 +536,7 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
 	require.NoError(t, err)
-	testfactory.SetDelivery(ctx, t, b.conn, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.Failed})
+	testfactory.SetDelivery(ctx, t, b.conn, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.DeliveryFailed})
 
 	tx, err := b.conn.Begin(ctx)
 	require.NoError(t, err)

@@ -52,7 +52,7 @@ func TestEndJobs(t *testing.T) {
 	b, attempts, jobs := endJobsBundle(t)
 	const rescued, settled = 1, 3
 	testfactory.SetJobs(ctx, t, b.conn, testfactory.JobWhere{ID: jobs[rescued].ID}, &testfactory.JobOpts{Attempt: 2})
-	testfactory.SetDelivery(ctx, t, b.conn, attempts[settled].Key, &testfactory.DeliveryOpts{Status: claim.Failed})
+	testfactory.SetDelivery(ctx, t, b.conn, attempts[settled].Key, &testfactory.DeliveryOpts{Status: claim.DeliveryFailed})
 
 	live, recorded, err := b.store.EndJobs(ctx, attempts, jobs)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ type ExportFilter struct {
 
 // Exported is one claim as Export yields it.
 type Exported struct {
-	Claim
+	Record
 	Deliveries []Delivery
 	// Payload is nil without ExportFilter.Payloads, or once cleared.
 	Payload []byte
@@ -127,7 +127,7 @@ LIMIT ` + strconv.Itoa(page)
 		for rows.Next() {
 			n++
 			e.Payload, raw, ds = e.Payload[:0], raw[:0], ds[:0]
-			c := &e.Claim
+			c := &e.Record
 			if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
 				&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &raw); err != nil {
 				rows.Close()

@@ -90,7 +90,7 @@ func TestExport(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want.FirstSeenAt.UTC(), a.FirstSeenAt.UTC())
 		a.FirstSeenAt = want.FirstSeenAt
-		require.Equal(t, want, a.Claim, "the same fields as claims show")
+		require.Equal(t, want, a.Record, "the same fields as claims show")
 		require.Len(t, a.Deliveries, 2)
 		for i := range wantDs {
 			require.Equal(t, wantDs[i].Route, a.Deliveries[i].Route)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 )
 
 // Event is a verified, normalized webhook as ingest hands it over.
@@ -85,81 +86,82 @@ type Result struct {
 // Duplicate reports whether the caller should answer "duplicate": true.
 func (r Result) Duplicate() bool { return r.Decision == Duplicate || r.Decision == Replay }
 
-// claimSQL inserts the claim and, only if this statement inserted it, one
-// delivery per route, in one round trip. ON CONFLICT DO NOTHING makes the
-// unique keys the arbiter: a concurrent insert of the same key waits for the
-// winner's transaction and then does nothing.
-//
-// Business keys ride in the same statement. Each route comes with its key's
-// hash ($9, NULL for a route without a business key) and, when the key could
-// not be computed, why ($11). The bkeys CTE inserts the won claim's keys into
-// webhook_business_keys, whose primary key (route, key_hash) is the arbiter
-// as the claims' is for the delivery key: a key that is not returned is held
-// by another claim, and its delivery is skipped, naming the holder. The
-// holder is read in the same statement, so this stays one round trip; the
-// one case it cannot see is a holder that committed while this statement
-// waited on its key (after the statement's snapshot), and then holderSQL
-// names it in a second statement. A route whose key is missing gets a failed
-// delivery. The statement returns whether the claim was won, the routes
-// skipped, the first skip reason, and whether a holder is still to be named.
-//
-// The replay guard rides on the same statement: $13 is the body's hash (NULL
-// when the guard is off), and the claim's conflict clause names no target,
-// so it catches either unique key, the primary key (provider, event_id) or
-// the partial one on (provider, body_hash). Which one conflicted is told
-// apart afterwards, by whether the key exists (see Claim).
-const claimSQL = `
-WITH claim AS (
-    INSERT INTO webhook_event_claims
-        (provider, event_id, event_type, object_id, status, payload, content_type, last_error,
-         body_hash, content_encoding)
-    VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $12, $13, $14)
-    ON CONFLICT DO NOTHING -- either key: (provider, event_id) or (provider, body_hash)
-    RETURNING provider, event_id
-), routes AS (
-    SELECT * FROM unnest($8::text[], $9::bytea[], $10::text[], $11::text[])
-        AS r(route, key_hash, business_key, missing)
-), bkeys AS (
-    INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
-    SELECT r.route, r.key_hash, r.business_key, claim.provider, claim.event_id
-    FROM claim CROSS JOIN routes r
-    WHERE r.key_hash IS NOT NULL
-    ORDER BY r.route -- keys in one order across claims, so concurrent ones never deadlock
-    ON CONFLICT (route, key_hash) DO NOTHING
-    RETURNING route
-), deliveries AS (
-    INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
-    SELECT claim.provider, claim.event_id, r.route,
-           CASE WHEN r.missing IS NOT NULL THEN 'failed'
-                WHEN lost THEN 'skipped'
-                ELSE 'processing' END,
-           CASE WHEN r.missing IS NOT NULL THEN r.missing
-                WHEN lost THEN 'business key is held by ' || held.provider || '/' || held.event_id END,
-           r.missing IS NOT NULL
-    FROM claim CROSS JOIN routes r
-    LEFT JOIN bkeys won ON won.route = r.route
-    CROSS JOIN LATERAL (SELECT r.key_hash IS NOT NULL AND won.route IS NULL AS lost) l
-    -- The statement's snapshot: holders committed before it began.
-    LEFT JOIN webhook_business_keys held ON lost AND held.route = r.route AND held.key_hash = r.key_hash
-    RETURNING route, status, last_error
-)
-SELECT (SELECT count(*) FROM claim),
-       (SELECT array_agg(route ORDER BY route) FROM deliveries WHERE status = 'skipped'),
-       (SELECT min(last_error) FROM deliveries WHERE status = 'skipped'),
-       (SELECT count(*) > 0 FROM deliveries WHERE status = 'skipped' AND last_error IS NULL)`
+// Request is one event to claim: the event and the names of the routes its
+// type matches.
+type Request struct {
+	Event  Event
+	Routes []string
+}
 
-// holderSQL names the holders claimSQL could not see, now that they have
-// committed: it runs only when a claim lost a key to a concurrent one.
-const holderSQL = `
-UPDATE webhook_deliveries d
-SET last_error = 'business key is held by ' || k.provider || '/' || k.event_id
-FROM unnest($3::text[], $4::bytea[]) AS r(route, key_hash)
-JOIN webhook_business_keys k ON k.route = r.route AND k.key_hash = r.key_hash
-WHERE d.provider = $1 AND d.event_id = $2 AND d.route = r.route
-  AND d.status = 'skipped' AND d.last_error IS NULL
-RETURNING d.last_error`
+// Claim records ev and fans it out to routes (the names of the routes its
+// type matches): a batch of one (see ClaimMany), all in one transaction: the
+// claim row, one delivery row and one job per route. A route whose business
+// key (ev.BusinessKeys) is held by another claim gets a skipped delivery and
+// no job; one whose key is missing gets a failed delivery and no job. Only
+// the call that inserts the claim does this; any other call for the same key
+// is a Duplicate, except that with reopen a failed claim has its failed
+// deliveries reopened (see Reopen). Nothing is committed when an error is
+// returned. An event holding text the tables cannot store fails with
+// ErrUnstorable, before any statement.
+//
+// A duplicate whose claim is deleted by retention between the insert that
+// saw it and the read of its status is claimed anew, in a new transaction:
+// retention deleted it, so this is the redelivery after retention.
+func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
+	if err := Storable(ev, routes); err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
+	req := Request{Event: ev, Routes: routes}
+	res, err := s.ClaimMany(ctx, []Request{req})
+	if err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
+	return s.Resolve(ctx, req, reopen, res[0])
+}
 
-// claimArgs are claimSQL's per-route arguments for ev and routes, and the
+// Resolve finishes, alone, what ClaimMany left to a single event in res:
+// with reopen, it reopens the failed claim of a duplicate (in a transaction
+// of its own, which locks the claim and reads its deliveries); it claims
+// anew an event whose claim was deleted while the batch read it. Any other
+// result is returned as it is.
+func (s *Store) Resolve(ctx context.Context, req Request, reopen bool, res Result) (Result, error) {
+	ev := req.Event
+	for try := 0; ; try++ {
+		switch {
+		case res.Decision != Duplicate:
+			return res, nil
+		case reopen && res.Status == Failed:
+			var n int
+			err := s.inTx(ctx, func(tx *Store) (err error) {
+				n, err = tx.reopenTx(ctx, ev.Provider, ev.ID, false, ev.JobMetadata)
+				return err
+			})
+			var conflict *statusConflict
+			switch {
+			case err == nil:
+				return Result{Decision: Reopened, Status: Processing, Deliveries: n}, nil
+			case errors.As(err, &conflict):
+				// The status reopenTx read is the duplicate's answer.
+				return Result{Decision: Duplicate, Status: conflict.status}, nil
+			case !errors.Is(err, ErrNotFound):
+				return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+			}
+			// Deleted by retention since the batch saw it: claimed anew.
+		case res.Status != "":
+			return res, nil
+		}
+		if try == 2 {
+			return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, errVanished)
+		}
+		again, err := s.ClaimMany(ctx, []Request{req})
+		if err != nil {
+			return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+		}
+		res = again[0]
+	}
+}
+
+// claimArgs are claimManySQL's per-route arguments for ev and routes, and the
 // message of the first route whose business key is missing (the claim's
 // last_error), with routes ordered by name so that concurrent claims take
 // their keys' locks in one order.
@@ -191,121 +193,396 @@ func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys
 // before its status could be read.
 var errVanished = errors.New("the claim was deleted while it was being read; try again")
 
-// Claim records ev and fans it out to routes (the names of the routes its
-// type matches), all in one transaction: the claim row, one delivery row
-// and one job per route. A route whose business key (ev.BusinessKeys) is
-// held by another claim gets a skipped delivery and no job; one whose key is
-// missing gets a failed delivery and no job. Only the call that inserts the
-// claim does this; any other call for the same key is a Duplicate, except
-// that with reopen a failed claim has its failed deliveries reopened (see
-// Reopen). Nothing is committed when an error is returned.
+// claimManySQL is the claim statement: it claims many events (or one) in one
+// round trip. It inserts the claims in key order and their business keys in
+// (route, key hash) order, so that two batches sharing keys wait for each
+// other instead of deadlocking, and, for each claim it inserted, the
+// deliveries to its routes. ON CONFLICT DO NOTHING makes the unique keys the
+// arbiter: a concurrent insert of the same key waits for the winner's
+// transaction and then does nothing. The claims' conflict clause names no
+// target, so it catches either unique key, the primary key (provider,
+// event_id) or the replay guard's partial one on (provider, body_hash) (the
+// body's hash is NULL when the guard is off). A business key that is not
+// returned is held by another claim: one of this batch (named from bkeys) or
+// one committed before the statement began (named from the table). A route
+// whose key could not be computed gets a failed delivery.
 //
-// A duplicate whose claim is deleted by retention between the insert that
-// saw it and the read of its status is claimed anew, in a new transaction:
-// retention deleted it, so this is the redelivery after retention.
-func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
-	var res Result
-	names, hashes, keys, missing, firstMissing := claimArgs(ev, routes)
-	claimOnce := func(tx *Store) error {
-		res = Result{}
-		status := Processing
-		if len(routes) == 0 {
-			status = Ignored
-		}
-		var hash []byte // the replay guard's key; nil (NULL) leaves it out
-		if ev.GuardBody {
-			sum := sha256.Sum256(ev.Payload)
-			hash = sum[:]
-		}
-		var won int
-		var skipped []string
-		var skipReason *string
-		var unnamed bool
-		if err := tx.db.QueryRow(ctx, claimSQL, ev.Provider, ev.ID, ev.Type, ev.ObjectID, status,
-			ev.Payload, ev.ContentType, names, hashes, keys, missing, firstMissing, hash, ev.ContentEncoding).Scan(&won, &skipped, &skipReason, &unnamed); err != nil {
-			return fmt.Errorf("inserting claim: %w", err)
-		}
-		if unnamed {
-			rows, err := tx.db.Query(ctx, holderSQL, ev.Provider, ev.ID, names, hashes)
-			if err != nil {
-				return fmt.Errorf("naming business keys' holders: %w", err)
-			}
-			named, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return fmt.Errorf("naming business keys' holders: %w", err)
-			}
-			if skipReason == nil && len(named) > 0 {
-				skipReason = &slices.Sorted(slices.Values(named))[0]
-			}
-		}
-		if won == 1 {
-			return tx.fanOut(ctx, ev, names, missing, skipped, skipReason, status, &res)
-		}
-		res.Decision = Duplicate
-		if reopen {
-			n, err := tx.reopenTx(ctx, ev.Provider, ev.ID, false, ev.JobMetadata)
-			var conflict *statusConflict
-			switch {
-			case err == nil:
-				res = Result{Decision: Reopened, Status: Processing, Deliveries: n}
-				return nil
-			case errors.As(err, &conflict):
-				// The status reopenTx read is the duplicate's answer.
-				res.Status = conflict.status
-				return nil
-			case !errors.Is(err, ErrNotFound):
-				return err
-			}
-		}
-		err := tx.db.QueryRow(ctx, `SELECT status FROM webhook_event_claims WHERE provider = $1 AND event_id = $2`,
-			ev.Provider, ev.ID).Scan(&res.Status)
-		if errors.Is(err, pgx.ErrNoRows) && hash != nil {
-			// No claim has this key: either the insert met the body's hash
-			// (the same signed body under a new id), or the key's claim was
-			// deleted by retention since the insert saw it.
-			var replay bool
-			if err := tx.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_claims
-WHERE provider = $1 AND body_hash = $2)`, ev.Provider, hash).Scan(&replay); err != nil {
-				return fmt.Errorf("reading the claim of the body: %w", err)
-			}
-			if replay {
-				res = Result{Decision: Replay}
-				return nil
-			}
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errVanished
-		}
-		if err != nil {
-			return fmt.Errorf("reading existing claim: %w", err)
-		}
-		return nil
-	}
-	err := s.inTx(ctx, claimOnce)
-	for try := 1; errors.Is(err, errVanished) && try < 3; try++ {
-		err = s.inTx(ctx, claimOnce)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
-	}
-	return res, nil
+// It returns one claimedRow per input row.
+const claimManySQL = `
+WITH input AS (
+    SELECT *
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
+                $8::text[], $9::bytea[], $10::text[])
+        WITH ORDINALITY AS i(provider, event_id, event_type, object_id, status, payload, content_type,
+                             last_error, body_hash, content_encoding, ord)
+), claimed AS (
+    INSERT INTO webhook_event_claims
+        (provider, event_id, event_type, object_id, status, payload, content_type, last_error,
+         body_hash, content_encoding)
+    SELECT provider, event_id, event_type, NULLIF(object_id, ''), status, payload, content_type, last_error,
+           body_hash, content_encoding
+    FROM input
+    ORDER BY provider, event_id
+    ON CONFLICT DO NOTHING -- either key: (provider, event_id) or (provider, body_hash)
+    RETURNING provider, event_id, body_hash
+), routes AS (
+    SELECT claimed.provider, claimed.event_id, r.route, r.key_hash, r.business_key, r.missing
+    FROM claimed
+    JOIN input USING (provider, event_id)
+    JOIN unnest($11::bigint[], $12::text[], $13::bytea[], $14::text[], $15::text[])
+        AS r(ord, route, key_hash, business_key, missing) ON r.ord = input.ord
+), bkeys AS (
+    INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
+    SELECT route, key_hash, business_key, provider, event_id
+    FROM routes
+    WHERE key_hash IS NOT NULL
+    ORDER BY route, key_hash -- one order across batches, so concurrent ones never deadlock
+    ON CONFLICT (route, key_hash) DO NOTHING
+    RETURNING route, key_hash, provider, event_id
+), deliveries AS (
+    INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
+    SELECT r.provider, r.event_id, r.route,
+           CASE WHEN r.missing IS NOT NULL THEN 'failed'
+                WHEN lost THEN 'skipped'
+                ELSE 'processing' END,
+           CASE WHEN r.missing IS NOT NULL THEN r.missing
+                WHEN lost THEN 'business key is held by ' || coalesce(won.provider, held.provider) || '/'
+                    || coalesce(won.event_id, held.event_id) END,
+           r.missing IS NOT NULL
+    FROM routes r
+    -- The key's holder if this batch inserted it: this claim or another.
+    LEFT JOIN bkeys won ON won.route = r.route AND won.key_hash = r.key_hash
+    CROSS JOIN LATERAL (SELECT r.key_hash IS NOT NULL
+        AND (won.provider IS DISTINCT FROM r.provider OR won.event_id IS DISTINCT FROM r.event_id) AS lost) l
+    -- The statement's snapshot: holders committed before it began.
+    LEFT JOIN webhook_business_keys held
+        ON r.key_hash IS NOT NULL AND won.route IS NULL AND held.route = r.route AND held.key_hash = r.key_hash
+    RETURNING provider, event_id, route, status, last_error
+), skips AS (
+    SELECT provider, event_id, array_agg(route ORDER BY route) AS routes, min(last_error) AS reason,
+           count(*) FILTER (WHERE last_error IS NULL) > 0 AS unnamed
+    FROM deliveries
+    WHERE status = 'skipped'
+    GROUP BY provider, event_id
+)
+SELECT input.ord, claimed.event_id IS NOT NULL AS won, existing.status AS existing,
+       claimed.event_id IS NULL AND existing.status IS NULL AND input.body_hash IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM claimed c WHERE c.provider = input.provider AND c.body_hash = input.body_hash)
+        OR EXISTS (SELECT 1 FROM webhook_event_claims c
+                   WHERE c.provider = input.provider AND c.body_hash = input.body_hash)) AS replay,
+       skips.routes AS skipped, skips.reason AS skip_reason, coalesce(skips.unnamed, false) AS unnamed
+FROM input
+LEFT JOIN claimed ON claimed.provider = input.provider AND claimed.event_id = input.event_id
+LEFT JOIN webhook_event_claims existing
+    ON claimed.event_id IS NULL AND existing.provider = input.provider AND existing.event_id = input.event_id
+LEFT JOIN skips ON skips.provider = input.provider AND skips.event_id = input.event_id
+ORDER BY input.ord`
+
+// claimedRow is what claimManySQL says of one input row.
+type claimedRow struct {
+	// Ord is the input row's number, from 1.
+	Ord int64 `db:"ord"`
+	// Won: the statement inserted the claim.
+	Won bool `db:"won"`
+	// Existing is the status of a claim of the key it found already
+	// committed; nil when it won, or when the key's claim committed while
+	// the statement waited on it (see lateSQL).
+	Existing *string `db:"existing"`
+	// Replay: the key is new but the body's hash is held, by a claim of
+	// this batch or a committed one.
+	Replay bool `db:"replay"`
+	// For a won claim: the routes it skipped, the first skip reason, and
+	// whether a holder is still to be named (one that committed while the
+	// statement waited on its key; see holdersSQL).
+	Skipped    []string `db:"skipped"`
+	SkipReason *string  `db:"skip_reason"`
+	Unnamed    bool     `db:"unnamed"`
 }
 
-// fanOut finishes a won claim: it enqueues a job per delivery left
-// processing and, when none is (every route was skipped or missing its
-// business key), settles the claim's status in a second statement, the
-// only case that needs one (see fanOutPlan).
-func (s *Store) fanOut(ctx context.Context, ev Event, names []string, missing []*string,
-	skipped []string, skipReason *string, status Status, res *Result) error {
-	p := fanOutPlan(names, missing, skipped, status)
-	*res = p.res
-	if p.settle {
-		if _, err := s.db.Exec(ctx, `UPDATE webhook_event_claims SET status = $3, last_error = coalesce(last_error, $4)
-WHERE provider = $1 AND event_id = $2`, ev.Provider, ev.ID, p.res.Status, skipReason); err != nil {
-			return fmt.Errorf("settling claim with no delivery to run: %w", err)
+// lateSQL reads what claimManySQL could not see of keys another
+// transaction committed while it waited for them (its snapshot predates
+// them): the key's claim status, else whether the body's hash is held (a
+// replay). A row with neither had its claim deleted meanwhile.
+const lateSQL = `
+SELECT i.ord, c.status,
+       i.body_hash IS NOT NULL AND EXISTS (SELECT 1 FROM webhook_event_claims h
+           WHERE h.provider = i.provider AND h.body_hash = i.body_hash)
+FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS i(provider, event_id, body_hash, ord)
+LEFT JOIN webhook_event_claims c ON c.provider = i.provider AND c.event_id = i.event_id`
+
+// holdersSQL names the business keys' holders claimManySQL could not see,
+// now that they have committed: it runs only when a claim lost a key to a
+// concurrent one.
+const holdersSQL = `
+UPDATE webhook_deliveries d
+SET last_error = 'business key is held by ' || k.provider || '/' || k.event_id
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bytea[]) AS r(ord, provider, event_id, route, key_hash)
+JOIN webhook_business_keys k ON k.route = r.route AND k.key_hash = r.key_hash
+WHERE d.provider = r.provider AND d.event_id = r.event_id AND d.route = r.route
+  AND d.status = 'skipped' AND d.last_error IS NULL
+RETURNING r.ord, d.last_error`
+
+// settleSQL sets the status of won claims left with no delivery to run.
+const settleSQL = `
+UPDATE webhook_event_claims c SET status = s.status, last_error = coalesce(c.last_error, s.reason)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS s(provider, event_id, status, reason)
+WHERE c.provider = s.provider AND c.event_id = s.event_id`
+
+// claimRow is one key of a batch: the first request carrying it, its
+// statement arguments and what the transaction decided.
+type claimRow struct {
+	req Request
+	// Per route, sorted by name (claimArgs).
+	names        []string
+	hashes       [][]byte
+	keys         []*string
+	missing      []*string
+	firstMissing *string
+	bodyHash     []byte
+
+	won        bool
+	replay     bool
+	status     Status
+	skipped    []string
+	skipReason *string
+	unnamed    bool
+	res        Result // a won claim's result
+}
+
+// ClaimMany claims reqs in one transaction: one statement for the claims,
+// business keys and deliveries, one InsertManyTx for the jobs, one commit.
+// A statement more runs only for what that one could not see or write: the
+// keys and holders other transactions committed while it waited on them,
+// and the status of claims left with no delivery to run. results[i] is
+// reqs[i]'s; copies of one key resolve to one claim and its duplicates.
+//
+// Two outcomes are left to Resolve, which handles them alone: a duplicate
+// of a failed claim that may be reopened (Status Failed), and a duplicate
+// whose claim was deleted (by retention) while the statement read it
+// (Status ""). Nothing is committed when an error is returned; an event
+// holding text the tables cannot store (ErrUnstorable, see Storable) fails
+// the call before any statement.
+func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error) {
+	for _, req := range reqs {
+		if err := Storable(req.Event, req.Routes); err != nil {
+			return nil, fmt.Errorf("claiming event %s/%s: %w", req.Event.Provider, req.Event.ID, err)
 		}
 	}
-	return s.enqueue(ctx, ev.Provider, ev.ID, p.enqueue, ev.JobMetadata)
+	// Copies of one key resolve here: the first is claimed (or found), the
+	// others are its duplicates.
+	type key struct{ provider, id string }
+	first := map[key]int{}
+	of := make([]int, len(reqs)) // the index in rows of each request's key
+	var rows []*claimRow
+	for i, req := range reqs {
+		k := key{req.Event.Provider, req.Event.ID}
+		j, ok := first[k]
+		if !ok {
+			j = len(rows)
+			first[k] = j
+			r := &claimRow{req: req}
+			r.names, r.hashes, r.keys, r.missing, r.firstMissing = claimArgs(req.Event, req.Routes)
+			if req.Event.GuardBody {
+				sum := sha256.Sum256(req.Event.Payload)
+				r.bodyHash = sum[:]
+			}
+			rows = append(rows, r)
+		}
+		of[i] = j
+	}
+
+	n := len(rows)
+	providers, ids, types, objects, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, contentTypes, lastErrors := make([][]byte, n), make([]string, n), make([]*string, n)
+	bodyHashes, encodings := make([][]byte, n), make([]string, n)
+	var routeOrd []int64
+	var routeNames []string
+	var routeHashes [][]byte
+	var routeKeys, routeMissing []*string
+	for j, r := range rows {
+		ev := r.req.Event
+		providers[j], ids[j], types[j], objects[j] = ev.Provider, ev.ID, ev.Type, ev.ObjectID
+		payloads[j], contentTypes[j], lastErrors[j] = ev.Payload, ev.ContentType, r.firstMissing
+		bodyHashes[j], encodings[j] = r.bodyHash, ev.ContentEncoding
+		statuses[j] = string(Processing)
+		if len(r.names) == 0 {
+			statuses[j] = string(Ignored)
+		}
+		for i, name := range r.names {
+			routeOrd = append(routeOrd, int64(j+1))
+			routeNames = append(routeNames, name)
+			routeHashes = append(routeHashes, r.hashes[i])
+			routeKeys = append(routeKeys, r.keys[i])
+			routeMissing = append(routeMissing, r.missing[i])
+		}
+	}
+
+	err := s.Transact(ctx, func(in *Store) error {
+		tx := in.Tx()
+		for _, r := range rows {
+			r.won, r.replay, r.status, r.skipped, r.skipReason, r.unnamed, r.res = false, false, "", nil, nil, false, Result{}
+		}
+		res, err := tx.Query(ctx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
+			lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing)
+		if err != nil {
+			return fmt.Errorf("inserting %d claims: %w", n, err)
+		}
+		answers, err := pgx.CollectRows(res, pgx.RowToStructByName[claimedRow])
+		if err != nil {
+			return fmt.Errorf("inserting %d claims: %w", n, err)
+		}
+		for _, a := range answers {
+			r := rows[a.Ord-1]
+			r.won, r.replay, r.skipped, r.skipReason, r.unnamed = a.Won, a.Replay, a.Skipped, a.SkipReason, a.Unnamed
+			if a.Existing != nil {
+				r.status = Status(*a.Existing)
+			}
+		}
+		if err := late(ctx, tx, rows); err != nil {
+			return err
+		}
+		if err := nameHolders(ctx, tx, rows); err != nil {
+			return err
+		}
+
+		var settleKeys [3][]string // provider, event id, status
+		var settleReasons []*string
+		var jobs []river.InsertManyParams
+		for j, r := range rows {
+			if !r.won {
+				continue
+			}
+			p := fanOutPlan(r.names, r.missing, r.skipped, Status(statuses[j]))
+			if p.settle {
+				for i, v := range []string{r.req.Event.Provider, r.req.Event.ID, string(p.res.Status)} {
+					settleKeys[i] = append(settleKeys[i], v)
+				}
+				settleReasons = append(settleReasons, r.skipReason)
+			}
+			r.res = p.res
+			for _, route := range p.enqueue {
+				job := s.deliveryJob(r.req.Event.Provider, r.req.Event.ID, route)
+				job.InsertOpts.Metadata = r.req.Event.JobMetadata
+				jobs = append(jobs, job)
+			}
+		}
+		if len(settleReasons) > 0 {
+			if _, err := tx.Exec(ctx, settleSQL, settleKeys[0], settleKeys[1], settleKeys[2], settleReasons); err != nil {
+				return fmt.Errorf("settling %d claims with no delivery to run: %w", len(settleReasons), err)
+			}
+		}
+		if len(jobs) > 0 {
+			if _, err := s.jobs.InsertManyTx(ctx, tx, jobs); err != nil {
+				return fmt.Errorf("enqueueing %d delivery jobs: %w", len(jobs), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	results := make([]Result, len(reqs))
+	seen := make([]bool, n)
+	for i := range reqs {
+		r := rows[of[i]]
+		switch {
+		case r.won && !seen[of[i]]:
+			results[i] = r.res
+		case r.replay:
+			results[i] = Result{Decision: Replay}
+		case r.won:
+			results[i] = Result{Decision: Duplicate, Status: r.res.Status}
+		default:
+			// An empty status is a claim deleted under the batch: Resolve
+			// claims it anew, alone.
+			results[i] = Result{Decision: Duplicate, Status: r.status}
+		}
+		seen[of[i]] = true
+	}
+	return results, nil
+}
+
+// late reads, for the rows that lost their insert to a claim claimManySQL
+// could not see, that claim's status or that the body's hash is held.
+func late(ctx context.Context, tx pgx.Tx, rows []*claimRow) error {
+	var providers, ids []string
+	var hashes [][]byte
+	var late []*claimRow
+	for _, r := range rows {
+		if !r.won && !r.replay && r.status == "" {
+			late = append(late, r)
+			providers, ids, hashes = append(providers, r.req.Event.Provider), append(ids, r.req.Event.ID), append(hashes, r.bodyHash)
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	res, err := tx.Query(ctx, lateSQL, providers, ids, hashes)
+	if err != nil {
+		return fmt.Errorf("reading %d existing claims: %w", len(late), err)
+	}
+	var ord int64
+	var st *string
+	var replay bool
+	if _, err := pgx.ForEachRow(res, []any{&ord, &st, &replay}, func() error {
+		r := late[ord-1]
+		switch {
+		case st != nil:
+			r.status = Status(*st)
+		case replay:
+			r.replay = true
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("reading %d existing claims: %w", len(late), err)
+	}
+	return nil
+}
+
+// nameHolders names the business keys' holders that committed while
+// claimManySQL waited on their keys, and takes the first as the skip
+// reason of a claim that had none.
+func nameHolders(ctx context.Context, tx pgx.Tx, rows []*claimRow) error {
+	var ords []int64
+	var providers, ids, routes []string
+	var hashes [][]byte
+	for j, r := range rows {
+		if !r.won || !r.unnamed {
+			continue
+		}
+		for i, name := range r.names {
+			if r.hashes[i] != nil {
+				ords = append(ords, int64(j))
+				providers, ids = append(providers, r.req.Event.Provider), append(ids, r.req.Event.ID)
+				routes, hashes = append(routes, name), append(hashes, r.hashes[i])
+			}
+		}
+	}
+	if len(ords) == 0 {
+		return nil
+	}
+	res, err := tx.Query(ctx, holdersSQL, ords, providers, ids, routes, hashes)
+	if err != nil {
+		return fmt.Errorf("naming business keys' holders: %w", err)
+	}
+	var ord int64
+	var named string
+	first := map[int64]string{} // the first holder named, per row
+	if _, err := pgx.ForEachRow(res, []any{&ord, &named}, func() error {
+		if f, ok := first[ord]; !ok || named < f {
+			first[ord] = named
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("naming business keys' holders: %w", err)
+	}
+	for ord, named := range first {
+		if r := rows[ord]; r.skipReason == nil {
+			r.skipReason = &named
+		}
+	}
+	return nil
 }
 
 // plan is what finishing a won claim takes.

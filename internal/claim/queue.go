@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -75,8 +74,8 @@ const moveBatch = 1000
 // enqueued on the default queue before routes had queues come under their
 // route's concurrency and pause, and how the jobs of a route removed from
 // the configuration reach a queue that workers still work. River has no
-// call that changes a job's queue, so this updates river_job itself (see
-// moveJobsSQL); it is safe while workers run. It returns how many jobs it moved.
+// call that changes a job's queue, so this updates River's table itself
+// (see riverTables.JobMoveToRouteQueues); it is safe while workers run. It returns how many jobs it moved.
 func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int, error) {
 	queues := make([]string, len(routes))
 	for i, r := range routes {
@@ -84,12 +83,12 @@ func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int
 	}
 	moved := 0
 	for {
-		tag, err := s.db.Exec(ctx, moveJobsSQL, routes, queues, moveBatch)
+		n, err := s.river().JobMoveToRouteQueues(ctx, routes, queues, moveBatch)
 		if err != nil {
 			return moved, fmt.Errorf("moving delivery jobs to their routes' queues: %w", err)
 		}
-		moved += int(tag.RowsAffected())
-		if tag.RowsAffected() < moveBatch {
+		moved += n
+		if n < moveBatch {
 			return moved, nil
 		}
 	}
@@ -158,27 +157,19 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 	}); err != nil {
 		return nil, fmt.Errorf("counting deliveries by route: %w", err)
 	}
-	rows, err = s.db.Query(ctx, routeJobsSQL, routes)
-	if err != nil {
-		return nil, fmt.Errorf("counting jobs by route: %w", err)
-	}
-	var available, retryable, running int
-	if _, err := pgx.ForEachRow(rows, []any{&route, &available, &retryable, &running}, func() error {
+	if err := s.river().JobCountByRoute(ctx, routes, func(route string, available, retryable, running int) {
 		st := byRoute[route]
 		st.Available, st.Retryable, st.Running = available, retryable, running
-		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("counting jobs by route: %w", err)
 	}
 	for i := range states {
-		queue, err := q.QueueGet(ctx, states[i].Queue)
-		if errors.Is(err, rivertype.ErrNotFound) {
-			continue // no worker has run it yet, and it was never paused
-		}
+		// A queue not found: no worker has run it yet, and it was never paused.
+		pausedAt, _, err := s.river().QueueGetPausedAt(ctx, q, states[i].Queue)
 		if err != nil {
 			return nil, fmt.Errorf("reading queue %s of route %s: %w", states[i].Queue, states[i].Route, err)
 		}
-		states[i].Paused, states[i].PausedAt = queue.PausedAt != nil, queue.PausedAt
+		states[i].Paused, states[i].PausedAt = pausedAt != nil, pausedAt
 	}
 	return states, nil
 }
@@ -190,11 +181,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 // started later begin paused.
 func (s *Store) PauseRoute(ctx context.Context, q Queues, route string) error {
 	name := Queue(route)
-	if _, err := s.db.Exec(ctx, `INSERT INTO river_queue (name, created_at, updated_at) VALUES ($1, now(), now())
-ON CONFLICT (name) DO NOTHING`, name); err != nil {
-		return fmt.Errorf("registering queue %s of route %s: %w", name, route, err)
-	}
-	if err := q.QueuePause(ctx, name, nil); err != nil {
+	if err := s.river().QueuePause(ctx, q, name); err != nil {
 		return fmt.Errorf("pausing queue %s of route %s: %w", name, route, err)
 	}
 	return nil
@@ -203,15 +190,15 @@ ON CONFLICT (name) DO NOTHING`, name); err != nil {
 // ResumeRoute resumes route's queue, and reports whether it was paused.
 func (s *Store) ResumeRoute(ctx context.Context, q Queues, route string) (wasPaused bool, err error) {
 	name := Queue(route)
-	queue, err := q.QueueGet(ctx, name)
-	if errors.Is(err, rivertype.ErrNotFound) {
-		return false, nil
-	}
+	pausedAt, found, err := s.river().QueueGetPausedAt(ctx, q, name)
 	if err != nil {
 		return false, fmt.Errorf("reading queue %s of route %s: %w", name, route, err)
 	}
-	if err := q.QueueResume(ctx, name, nil); err != nil {
+	if !found {
+		return false, nil
+	}
+	if err := s.river().QueueResume(ctx, q, name); err != nil {
 		return false, fmt.Errorf("resuming queue %s of route %s: %w", name, route, err)
 	}
-	return queue.PausedAt != nil, nil
+	return pausedAt != nil, nil
 }

@@ -25,15 +25,7 @@ type ReconcileResult struct {
 // concurrent reopen or retry is never doubled.
 func (s *Store) Reconcile(ctx context.Context, olderThan time.Duration, limit int) (ReconcileResult, error) {
 	var res ReconcileResult
-	rows, err := s.db.Query(ctx, `
-SELECT d.provider, d.event_id, d.route FROM webhook_deliveries d
-WHERE d.status = 'processing' AND d.updated_at < now() - make_interval(secs => $1)
-  AND NOT `+liveJobSQL+`
-ORDER BY d.updated_at LIMIT $2`, olderThan.Seconds(), limit)
-	if err != nil {
-		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
+	keys, err := s.river().DeliveryListWithoutLiveJob(ctx, olderThan, limit)
 	if err != nil {
 		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
 	}
@@ -58,19 +50,11 @@ func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error
 			k.Provider, k.EventID); err != nil {
 			return err
 		}
-		var orphan bool
-		var lastState *string
-		var lastAttempts *int
 		// The latest job explains the orphan only if it was finalized
 		// since the delivery last changed: one finalized before (e.g. the
 		// discarded job of a delivery reopened since, whose new job was
 		// deleted) says nothing about the current run, which is requeued.
-		err := tx.db.QueryRow(ctx, `
-SELECT d.status = 'processing' AND NOT `+liveJobSQL+`,
-       CASE WHEN j.finalized_at >= d.updated_at THEN j.state::text END, j.attempt
-FROM webhook_deliveries d
-LEFT JOIN LATERAL `+latestJobSQL+` j ON true
-WHERE d.provider = $1 AND d.event_id = $2 AND d.route = $3`, k.Provider, k.EventID, k.Route).Scan(&orphan, &lastState, &lastAttempts)
+		orphan, lastState, lastAttempts, err := tx.river().DeliveryGetLatestJob(ctx, k)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !orphan) {
 			return ErrConflict
 		}

@@ -56,8 +56,9 @@ type Worker struct {
 	// configured. Default 100.
 	Concurrency int `yaml:"concurrency"`
 	// RescueAfter is how long a job may stay running before it is taken for
-	// crashed and made retryable. It must exceed every route's timeout, or a
-	// slow but live attempt would overlap with its rescued copy. Default 10m.
+	// crashed and made retryable. It must exceed every route's timeout by
+	// the run's end bound (see EndBound), or a slow but live run would
+	// overlap with its rescued copy. Default 10m.
 	RescueAfter Duration `yaml:"rescue_after"`
 	// ShutdownTimeout is how long SIGTERM waits for in-flight attempts before
 	// cancelling them; a cancelled attempt returns its job to the queue.
@@ -67,6 +68,22 @@ type Worker struct {
 	// processing without a live job. Default 1m.
 	ReconcileInterval Duration `yaml:"reconcile_interval"`
 }
+
+// maxEndBound caps Worker.EndBound: 5s to load a delivery, 2 × 10s to
+// record its outcome.
+const maxEndBound = 25 * time.Second
+
+// EndBound is how long past its route's timeout one delivery run may last:
+// a grace to load the delivery before the call (a fifth of it), then up to
+// two record transactions after it, the batch in flight and its own (two
+// fifths each). It is a quarter of rescue_after, at most 25s, so that short
+// configs (a test's) stay valid. A route's timeout plus it must be shorter
+// than rescue_after: a run then always returns before River's rescuer can
+// take its job. That is the attempt fence River's own completion lacks: a
+// run that returned after its job was rescued and started again would end
+// the newer run's job (River sets a job's final state by id while it is
+// running, whatever its attempt).
+func (w Worker) EndBound() time.Duration { return min(w.RescueAfter.D()/4, maxEndBound) }
 
 // Retention says how long terminal claims and their payloads are kept. Ages
 // count from the moment a claim last became terminal; processing claims are
@@ -94,6 +111,13 @@ const (
 	SchemeShopify          = "shopify"
 	SchemeStandardWebhooks = "standard-webhooks"
 	SchemeHMAC             = "hmac"
+	SchemePaddle           = "paddle"
+	SchemeSquare           = "square"
+	SchemeEasyPost         = "easypost"
+	SchemeAdyen            = "adyen"
+	SchemePayPal           = "paypal"
+	SchemeEd25519          = "ed25519"
+	SchemeECDSA            = "ecdsa"
 )
 
 // Values of Provider.ReplayGuard.
@@ -112,11 +136,24 @@ const (
 type Provider struct {
 	// Name is the URL path segment and the first half of every delivery key.
 	Name string `yaml:"name"`
-	// Scheme is the signature scheme: stripe, github, shopify, standard-webhooks or hmac.
+	// Scheme is the signature scheme: stripe, github, shopify,
+	// standard-webhooks, hmac, paddle, square, easypost, adyen, paypal,
+	// ed25519 or ecdsa.
 	Scheme string `yaml:"scheme"`
 	// SecretsEnv names environment variables holding signing secrets; a
-	// request signed with any one of them is accepted, which is how secrets rotate.
+	// request signed with any one of them is accepted, which is how secrets
+	// rotate. Every scheme but paypal, ed25519 and ecdsa needs at least one.
 	SecretsEnv []string `yaml:"secrets_env"`
+	// SecretsFile names files holding signing secrets, beside SecretsEnv
+	// (a mounted Kubernetes secret): ingest reads them at start and again
+	// whenever they change, so a rotation needs no restart. One trailing
+	// newline is not part of the secret.
+	SecretsFile []string `yaml:"secrets_file"`
+	// PublicKeysEnv names environment variables holding public keys, for
+	// ed25519 and ecdsa (which have no secret); any one may verify.
+	PublicKeysEnv []string `yaml:"public_keys_env"`
+	// PublicKeysFile names files holding public keys, as SecretsFile.
+	PublicKeysFile []string `yaml:"public_keys_file"`
 	// Tolerance is how far a signed timestamp may be from now, in either
 	// direction, for schemes that sign one. Default 5m.
 	Tolerance Duration `yaml:"tolerance"`
@@ -129,10 +166,28 @@ type Provider struct {
 	// the id against a captured request re-sent under a new id, at the cost
 	// of collapsing two distinct events that happen to have identical
 	// bodies. Default body for github, shopify, and hmac with a header id
-	// and no timestamp_header; off for the others, which sign the id.
+	// and no timestamp_header, and ed25519 and ecdsa with a header id; off
+	// for the others, which sign the id.
 	ReplayGuard string `yaml:"replay_guard"`
+	// ScopeFrom, optional on any scheme, is "header:NAME" or
+	// "json:dotted.path": a verified value that is joined to the event id
+	// (scope:id), for providers whose ids are unique only per account or
+	// shop. A request without it is refused with 400. Changing it changes
+	// the delivery keys of the provider's events.
+	ScopeFrom string `yaml:"scope_from"`
 
-	// The fields below apply to the generic hmac scheme only.
+	// NotificationURL is the URL Square signs in front of the body (square only).
+	NotificationURL string `yaml:"notification_url"`
+	// WebhookID is the id PayPal gave the webhook (paypal only).
+	WebhookID string `yaml:"webhook_id"`
+	// CertFile is PayPal's signing certificate, a PEM file or a directory
+	// of them, read at start (paypal only).
+	CertFile string `yaml:"cert_file"`
+	// CAFile is the PEM bundle the certificates must chain to (paypal only).
+	CAFile string `yaml:"ca_file"`
+
+	// The fields below apply to the generic hmac scheme; header, encoding,
+	// id_from, type_from and timestamp_header also to ed25519 and ecdsa.
 
 	// Header holds the signature.
 	Header string `yaml:"header"`
@@ -337,7 +392,11 @@ func (c *Config) setDefaults() {
 func (p Provider) defaultReplayGuard() string {
 	switch {
 	case p.Scheme == SchemeGitHub, p.Scheme == SchemeShopify,
-		p.Scheme == SchemeHMAC && strings.HasPrefix(p.IDFrom, "header:") && p.TimestampHeader == "":
+		p.Scheme == SchemeHMAC && strings.HasPrefix(p.IDFrom, "header:") && p.TimestampHeader == "",
+		// The public-key schemes sign the timestamp and the body, not the
+		// headers: a header id is unsigned, and within the tolerance a
+		// captured request could be re-sent under another.
+		(p.Scheme == SchemeEd25519 || p.Scheme == SchemeECDSA) && strings.HasPrefix(p.IDFrom, "header:"):
 		return ReplayGuardBody
 	}
 	return ReplayGuardOff

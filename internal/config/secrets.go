@@ -11,7 +11,9 @@ import (
 // It is built only by the commands that verify or sign, so that migrate needs
 // nothing but DATABASE_URL. Its values are never logged or printed.
 type Secrets struct {
-	// Provider maps a provider name to its secrets, in the order of secrets_env.
+	// Provider maps a provider name to its secrets, in the order of
+	// secrets_env, or for ed25519 and ecdsa to its public keys, in the
+	// order of public_keys_env.
 	Provider map[string][][]byte
 	// Route maps a route name to its signing secret, for routes that have one.
 	Route map[string][]byte
@@ -21,7 +23,7 @@ type Secrets struct {
 }
 
 // ResolveSecrets reads every variable named by secrets_env,
-// signing_secret_env and secret_headers through getenv. A variable that is unset or empty is an
+// public_keys_env, signing_secret_env and secret_headers through getenv. A variable that is unset or empty is an
 // error naming the key and the variable, never a value.
 func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
 	s := Secrets{Provider: map[string][][]byte{}, Route: map[string][]byte{}, Headers: map[string]map[string]string{}}
@@ -31,6 +33,15 @@ func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
 			val := getenv(name)
 			if val == "" {
 				v.add(fmt.Sprintf("providers[%d].secrets_env[%d]", i, j), "environment variable %s is not set or empty", name)
+				continue
+			}
+			s.Provider[p.Name] = append(s.Provider[p.Name], []byte(val))
+		}
+		for j, name := range p.PublicKeysEnv {
+			key := fmt.Sprintf("providers[%d].public_keys_env[%d]", i, j)
+			val := getenv(name)
+			if val == "" {
+				v.add(key, "environment variable %s is not set or empty", name)
 				continue
 			}
 			s.Provider[p.Name] = append(s.Provider[p.Name], []byte(val))

@@ -26,7 +26,34 @@ var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // holding that many row locks, and the point of batching is to keep it short.
 const maxRetentionBatch = 100000
 
-var schemes = []string{SchemeStripe, SchemeGitHub, SchemeShopify, SchemeStandardWebhooks, SchemeHMAC}
+var schemes = []string{
+	SchemeStripe, SchemeGitHub, SchemeShopify, SchemeStandardWebhooks, SchemeHMAC,
+	SchemePaddle, SchemeSquare, SchemeEasyPost, SchemeAdyen, SchemePayPal, SchemeEd25519, SchemeECDSA,
+}
+
+// schemeSettings says which schemes each scheme-specific provider key
+// applies to; on any other it is an error, so that a misplaced key is not
+// silently ignored.
+var schemeSettings = []struct {
+	key     string
+	value   func(Provider) string
+	schemes []string
+}{
+	{"header", func(p Provider) string { return p.Header }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
+	{"prefix", func(p Provider) string { return p.Prefix }, []string{SchemeHMAC}},
+	{"encoding", func(p Provider) string { return p.Encoding }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
+	{"id_from", func(p Provider) string { return p.IDFrom }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
+	{"type_from", func(p Provider) string { return p.TypeFrom }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
+	{"timestamp_header", func(p Provider) string { return p.TimestampHeader }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
+	{"notification_url", func(p Provider) string { return p.NotificationURL }, []string{SchemeSquare}},
+	{"webhook_id", func(p Provider) string { return p.WebhookID }, []string{SchemePayPal}},
+	{"cert_file", func(p Provider) string { return p.CertFile }, []string{SchemePayPal}},
+	{"ca_file", func(p Provider) string { return p.CAFile }, []string{SchemePayPal}},
+}
+
+// publicKeyScheme reports whether scheme verifies with public keys
+// (public_keys_env) rather than secrets.
+func publicKeyScheme(scheme string) bool { return scheme == SchemeEd25519 || scheme == SchemeECDSA }
 
 // Validate checks the whole configuration and reports every problem found,
 // one per line, each naming the key path.
@@ -102,9 +129,9 @@ func (c *Config) Validate() error {
 		}
 		v.url(key+".url", r.URL)
 		v.positive(key+".timeout", r.Timeout)
-		if r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout >= c.Worker.RescueAfter {
-			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s), or a live attempt would be rescued while it runs",
-				r.Timeout.D(), c.Worker.RescueAfter.D())
+		if end := c.Worker.EndBound(); r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout.D()+end >= c.Worker.RescueAfter.D() {
+			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s) less the %s a run may take past its call, or a live run would be rescued while it runs",
+				r.Timeout.D(), c.Worker.RescueAfter.D(), end)
 		}
 		if r.MaxAttempts < 1 {
 			v.add(key+".max_attempts", "must be at least 1, got %d", r.MaxAttempts)
@@ -205,12 +232,53 @@ func (v *validator) provider(key string, p Provider) {
 	case !known:
 		v.add(key+".scheme", "%q is not a known scheme (one of %s)", p.Scheme, strings.Join(schemes, ", "))
 	}
-	if len(p.SecretsEnv) == 0 {
-		v.add(key+".secrets_env", "at least one environment variable name is required")
+	secrets := len(p.SecretsEnv) + len(p.SecretsFile)
+	publicKeys := len(p.PublicKeysEnv) + len(p.PublicKeysFile)
+	// refuse names each of keys that is set: they do not apply to the scheme.
+	refuse := func(why string, keys map[string]int) {
+		for _, k := range []string{"secrets_env", "secrets_file", "public_keys_env", "public_keys_file"} {
+			if keys[k] > 0 {
+				v.add(key+"."+k, "%s", why)
+			}
+		}
+	}
+	switch {
+	case !known:
+	case p.Scheme == SchemePayPal:
+		refuse("does not apply to scheme paypal, which verifies with cert_file", map[string]int{
+			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile),
+			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
+	case publicKeyScheme(p.Scheme):
+		refuse(fmt.Sprintf("does not apply to scheme %s, which verifies with public_keys_env", p.Scheme), map[string]int{
+			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile)})
+		if publicKeys == 0 {
+			v.add(key+".public_keys_env", "at least one environment variable name (or public_keys_file) is required for scheme %s", p.Scheme)
+		}
+	default:
+		if secrets == 0 {
+			v.add(key+".secrets_env", "at least one environment variable name is required")
+		}
+		refuse(fmt.Sprintf("applies only to scheme ed25519, ecdsa, not %s", p.Scheme), map[string]int{
+			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
 	}
 	for j, name := range p.SecretsEnv {
 		if !envRE.MatchString(name) {
 			v.add(fmt.Sprintf("%s.secrets_env[%d]", key, j), "%q is not an environment variable name", name)
+		}
+	}
+	for j, name := range p.PublicKeysEnv {
+		if !envRE.MatchString(name) {
+			v.add(fmt.Sprintf("%s.public_keys_env[%d]", key, j), "%q is not an environment variable name", name)
+		}
+	}
+	for _, f := range []struct {
+		field string
+		paths []string
+	}{{"secrets_file", p.SecretsFile}, {"public_keys_file", p.PublicKeysFile}} {
+		for j, path := range f.paths {
+			if path == "" || strings.ContainsRune(path, 0) {
+				v.add(fmt.Sprintf("%s.%s[%d]", key, f.field, j), "%q is not a file path", path)
+			}
 		}
 	}
 	v.positive(key+".tolerance", p.Tolerance)
@@ -220,27 +288,59 @@ func (v *validator) provider(key string, p Provider) {
 	if p.ReplayGuard != ReplayGuardOff && p.ReplayGuard != ReplayGuardBody {
 		v.add(key+".replay_guard", "%q must be off or body", p.ReplayGuard)
 	}
-
-	hmacOnly := map[string]string{
-		"header": p.Header, "prefix": p.Prefix, "encoding": p.Encoding,
-		"id_from": p.IDFrom, "type_from": p.TypeFrom, "timestamp_header": p.TimestampHeader,
-	}
-	if p.Scheme != SchemeHMAC {
-		for _, k := range []string{"header", "prefix", "encoding", "id_from", "type_from", "timestamp_header"} {
-			if hmacOnly[k] != "" && known {
-				v.add(key+"."+k, "applies only to scheme hmac, not %s", p.Scheme)
-			}
+	if p.ScopeFrom != "" {
+		if err := validSource(p.ScopeFrom); err != nil {
+			v.add(key+".scope_from", "%q %v", p.ScopeFrom, err)
 		}
+	}
+	if !known {
 		return
 	}
-	if p.Header == "" {
-		v.add(key+".header", "is required for scheme hmac")
+	for _, s := range schemeSettings {
+		if s.value(p) != "" && !slices.Contains(s.schemes, p.Scheme) {
+			v.add(key+"."+s.key, "applies only to scheme %s, not %s", strings.Join(s.schemes, ", "), p.Scheme)
+		}
 	}
-	if p.Encoding != "hex" && p.Encoding != "base64" {
-		v.add(key+".encoding", "%q must be hex or base64 for scheme hmac", p.Encoding)
+
+	switch p.Scheme {
+	case SchemeSquare:
+		if p.NotificationURL == "" {
+			v.add(key+".notification_url", "is required for scheme square (the URL exactly as configured in Square)")
+		} else if u, err := url.Parse(p.NotificationURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add(key+".notification_url", "must be an absolute http or https URL")
+		}
+	case SchemePayPal:
+		if p.WebhookID == "" {
+			v.add(key+".webhook_id", "is required for scheme paypal (the id PayPal gave the webhook)")
+		}
+		if p.CertFile == "" {
+			v.add(key+".cert_file", "is required for scheme paypal (PayPal's signing certificate: a PEM file or a directory of them)")
+		}
+		if p.CAFile == "" {
+			v.add(key+".ca_file", "is required for scheme paypal (the CA bundle PayPal's certificate must chain to)")
+		}
+	case SchemeHMAC, SchemeEd25519, SchemeECDSA:
+		v.signatureHeaders(key, p)
+	}
+}
+
+// signatureHeaders checks the keys of hmac, ed25519 and ecdsa: where the
+// signature, the timestamp and the event's fields are read.
+func (v *validator) signatureHeaders(key string, p Provider) {
+	if p.Header == "" {
+		v.add(key+".header", "is required for scheme %s", p.Scheme)
+	}
+	switch {
+	case p.Encoding == "hex", p.Encoding == "base64":
+	case p.Encoding == "" && publicKeyScheme(p.Scheme):
+	default:
+		v.add(key+".encoding", "%q must be hex or base64 for scheme %s", p.Encoding, p.Scheme)
+	}
+	if publicKeyScheme(p.Scheme) && p.TimestampHeader == "" {
+		v.add(key+".timestamp_header", "is required for scheme %s (the header holding the signed unix timestamp)", p.Scheme)
 	}
 	if p.IDFrom == "" {
-		v.add(key+".id_from", "is required for scheme hmac (header:NAME or json:dotted.path)")
+		v.add(key+".id_from", "is required for scheme %s (header:NAME or json:dotted.path)", p.Scheme)
 	} else if err := validSource(p.IDFrom); err != nil {
 		v.add(key+".id_from", "%q %v", p.IDFrom, err)
 	}

@@ -29,7 +29,7 @@ func problems(err error) []string {
 
 const (
 	nameRule   = "must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit"
-	schemeList = "stripe, github, shopify, standard-webhooks, hmac"
+	schemeList = "stripe, github, shopify, standard-webhooks, hmac, paddle, square, easypost, adyen, paypal, ed25519, ecdsa"
 	sourceRule = "must be header:NAME or json:dotted.path"
 	absURLRule = "must be an absolute http or https URL"
 	credRule   = "must not carry credentials; use signing_secret_env to authenticate forwarded events"
@@ -172,8 +172,8 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:   "SchemeUnknown",
-			mutate: func(c *Config) { c.Providers[0].Scheme = "paypal" },
-			want:   []string{`providers[0].scheme: "paypal" is not a known scheme (one of ` + schemeList + ")"},
+			mutate: func(c *Config) { c.Providers[0].Scheme = "paypall" },
+			want:   []string{`providers[0].scheme: "paypall" is not a known scheme (one of ` + schemeList + ")"},
 		},
 		{
 			// Only the scheme is reported: whether the hmac keys belong
@@ -496,29 +496,49 @@ func TestValidate(t *testing.T) {
 			want:   []string{"routes[0].timeout: must be a positive duration, got -5s"},
 		},
 		{
+			name:   "TimeoutJustUnderRescueAfterLessTheEndBound",
+			mutate: func(c *Config) { c.Routes[0].Timeout = Duration(10*time.Minute - 25*time.Second - time.Millisecond) },
+		},
+		{
+			// A run may outlast its call by the end bound: a timeout that
+			// leaves it no room would let River rescue a live run.
 			name:   "TimeoutJustUnderRescueAfter",
 			mutate: func(c *Config) { c.Routes[0].Timeout = Duration(10*time.Minute - time.Second) },
+			want: []string{
+				"routes[0].timeout: 9m59s must be shorter than worker.rescue_after (10m0s) less the 25s a run may take past its call, or a live run would be rescued while it runs",
+			},
+		},
+		{
+			// A short rescue_after (a test's) has a short end bound.
+			name: "ShortRescueAfterHasAShortEndBound",
+			mutate: func(c *Config) {
+				c.Worker.RescueAfter = Duration(4 * time.Second)
+				c.Routes[0].Timeout, c.Routes[1].Timeout = Duration(2*time.Second), Duration(3*time.Second)
+			},
+			want: []string{
+				"routes[1].timeout: 3s must be shorter than worker.rescue_after (4s) less the 1s a run may take past its call, or a live run would be rescued while it runs",
+			},
 		},
 		{
 			name:   "TimeoutEqualsRescueAfter",
 			mutate: func(c *Config) { c.Routes[0].Timeout = Duration(10 * time.Minute) },
 			want: []string{
-				"routes[0].timeout: 10m0s must be shorter than worker.rescue_after (10m0s), or a live attempt would be rescued while it runs",
+				"routes[0].timeout: 10m0s must be shorter than worker.rescue_after (10m0s) less the 25s a run may take past its call, or a live run would be rescued while it runs",
 			},
 		},
 		{
 			name:   "TimeoutLongerThanRescueAfter",
 			mutate: func(c *Config) { c.Routes[1].Timeout = Duration(time.Hour) },
 			want: []string{
-				"routes[1].timeout: 1h0m0s must be shorter than worker.rescue_after (10m0s), or a live attempt would be rescued while it runs",
+				"routes[1].timeout: 1h0m0s must be shorter than worker.rescue_after (10m0s) less the 25s a run may take past its call, or a live run would be rescued while it runs",
 			},
 		},
 		{
 			name:   "RescueAfterShortenedBelowDefaultTimeout",
 			mutate: func(c *Config) { c.Worker.RescueAfter = Duration(10 * time.Second) },
 			want: []string{
-				"routes[0].timeout: 10s must be shorter than worker.rescue_after (10s), or a live attempt would be rescued while it runs",
-				"routes[1].timeout: 10s must be shorter than worker.rescue_after (10s), or a live attempt would be rescued while it runs",
+				"routes[0].timeout: 10s must be shorter than worker.rescue_after (10s) less the 2.5s a run may take past its call, or a live run would be rescued while it runs",
+				"routes[1].timeout: 10s must be shorter than worker.rescue_after (10s) less the 2.5s a run may take past its call, or a live run would be rescued while it runs",
 			},
 		},
 		{
@@ -787,7 +807,7 @@ func TestValidate(t *testing.T) {
 					c.Providers[0].Scheme = scheme
 					k.set(&c.Providers[0])
 				},
-				want: []string{"providers[0]." + k.key + ": applies only to scheme hmac, not " + scheme},
+				want: []string{"providers[0]." + k.key + ": applies only to scheme " + map[string]string{"prefix": "hmac"}[k.key] + map[bool]string{true: "hmac, ed25519, ecdsa"}[k.key != "prefix"] + ", not " + scheme},
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,7 +140,7 @@ func TestNextRetry(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := &config.Config{
-		Worker: config.Worker{RescueAfter: config.Duration(12 * time.Second)},
+		Worker: config.Worker{RescueAfter: config.Duration(time.Hour)},
 		Routes: []config.Route{
 			{Name: "fast", Timeout: config.Duration(2 * time.Second)},
 			{Name: "slow", Timeout: config.Duration(10 * time.Second)},
@@ -150,10 +151,59 @@ func TestTimeout(t *testing.T) {
 	job := func(route string) *river.Job[claim.DeliveryArgs] {
 		return &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{}, Args: claim.DeliveryArgs{Route: route}}
 	}
-	require.Equal(t, 7*time.Second, w.Timeout(job("fast")))
-	require.Equal(t, 12*time.Second, w.Timeout(job("slow")), "capped by rescue_after")
+	require.Equal(t, 7*time.Second, w.Timeout(job("fast")), "the route's timeout and 5s of grace")
+	require.Equal(t, 15*time.Second, w.Timeout(job("slow")))
 	require.Zero(t, w.Timeout(job("gone")))
-	require.Equal(t, 12*time.Second, JobTimeout(cfg))
-	cfg.Worker.RescueAfter = config.Duration(time.Hour)
 	require.Equal(t, 15*time.Second, JobTimeout(cfg))
+
+	cfg.Worker.RescueAfter = config.Duration(12 * time.Second)
+	require.Equal(t, 2600*time.Millisecond, w.Timeout(job("fast")), "a short rescue_after has a short grace")
+	cfg.Worker.RescueAfter = config.Duration(10 * time.Second)
+	require.Equal(t, 10*time.Second, JobTimeout(cfg), "capped by rescue_after")
+}
+
+// TestRunEndsBeforeRescue: for every config that validates, a delivery run
+// returns before River's rescuer could take its job: its job's timeout (the
+// route's timeout and the grace), then at most two record transactions.
+// River's completion of a run sets its job's state by id, whatever the
+// attempt (TestStaleRunEndsTheNewerRunsJob), so a run that outlived
+// rescue_after would end the job of the run that replaced it.
+func TestRunEndsBeforeRescue(t *testing.T) {
+	t.Parallel()
+	for _, rescueAfter := range []time.Duration{4 * time.Second, 30 * time.Second, time.Minute, 10 * time.Minute, time.Hour} {
+		// The longest route timeout the config accepts, to the millisecond.
+		var longest time.Duration
+		for lo, hi := time.Duration(0), rescueAfter/time.Millisecond; lo <= hi; {
+			mid := (lo + hi) / 2
+			if valid(t, rescueAfter, mid*time.Millisecond) {
+				longest, lo = mid*time.Millisecond, mid+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		require.Positive(t, longest, "rescue_after %s accepts no route timeout", rescueAfter)
+		cfg, err := config.Parse(timeoutConfig(rescueAfter, longest))
+		require.NoError(t, err)
+		w, err := NewWorker(Options{Config: cfg})
+		require.NoError(t, err)
+		job := &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{}, Args: claim.DeliveryArgs{Route: "ship"}}
+		run := w.Timeout(job) + w.ends.wait
+		require.Less(t, run, rescueAfter, "rescue_after %s, route timeout %s: a run may last %s", rescueAfter, longest, run)
+	}
+}
+
+func valid(t *testing.T, rescueAfter, timeout time.Duration) bool {
+	t.Helper()
+	_, err := config.Parse(timeoutConfig(rescueAfter, timeout))
+	return err == nil
+}
+
+func timeoutConfig(rescueAfter, timeout time.Duration) []byte {
+	return []byte(fmt.Sprintf(`
+worker: {rescue_after: %s}
+providers:
+  - {name: github, scheme: github, secrets_env: [GITHUB_SECRET]}
+routes:
+  - {name: ship, provider: github, events: ["*"], url: "http://127.0.0.1:1/ship", timeout: %s}
+`, rescueAfter, timeout))
 }

@@ -2,7 +2,9 @@ package deliver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -21,16 +23,19 @@ const maxBatch = 128
 // locks its claims in key order and then its jobs, so two never deadlock.
 const endConcurrency = 1
 
-// completer ends delivery jobs: each job's final outcome is written in the
+// completer records the outcomes of delivery attempts and ends their
+// jobs: each job's final outcome is written in the
 // transaction that completes the job. Concurrent ends share a transaction
 // (see batch.Combiner), so that a hundred deliveries finishing together cost one
 // commit rather than a hundred, and that transaction is one round trip
 // (claim.Store.EndJobs): commits and round trips, not statements, are what
 // bound a worker's rate.
 type completer struct {
-	store *claim.Store
-	batch batch.Combiner[*ending, endResult]
-	wait  time.Duration // the longest an end waits for its transaction
+	store   *claim.Store
+	batch   batch.Combiner[*ending, endResult]
+	wait    time.Duration // the longest an end waits for its transaction
+	timeout time.Duration // bounds one record transaction
+	metrics *Metrics
 }
 
 // newCompleter returns a completer whose transactions each take at most
@@ -38,9 +43,9 @@ type completer struct {
 // once, and no end waits longer than twice timeout: the batch in flight,
 // then its own. The jobs return an error, and River runs them again.
 func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *completer {
-	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout}
+	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout, timeout: timeout, metrics: metrics}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
-		Run: c.run, Isolate: claim.Refused, Observe: metrics.batch}
+		Run: c.run, Isolate: batch.Refused, Observe: metrics.batch}
 	return c
 }
 
@@ -105,4 +110,97 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 		}
 	}
 	return results, nil
+}
+
+// finish records a final outcome (delivered, or failed for good) and completes
+// the job, in one transaction (shared with other jobs ending at the same
+// moment; see completer). attempted says whether a call was made.
+func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+	d claim.Delivery, o callResult, attempted bool,
+) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	// The job ends: its attempt numbers are spent.
+	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result}
+	if o.verdict != delivered {
+		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt}
+	}
+	result, err := c.end(ctx, job, claim.Attempt{Key: k, Result: res})
+	switch result {
+	case failedToRecord:
+		return err
+	case settled:
+		c.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("verdict", o.verdict.String()))
+		return nil
+	case rescued:
+		log.Warn("job was rescued during this run; the rescued run will record the outcome")
+		return nil
+	}
+	if res.Status == claim.DeliveryCompleted {
+		c.metrics.countRun(k.Route, runCompleted)
+		c.metrics.completed(time.Since(d.ClaimFirstSeen))
+		if o.resultErr != nil {
+			log.Warn("delivered; the route's result could not be computed and none is recorded",
+				slog.String("error", bound(o.resultErr.Error())))
+		}
+		log.Info("delivered")
+		return nil
+	}
+	c.metrics.countRun(k.Route, runFailed)
+	log.Error("delivery failed", slog.String("reason", o.reason))
+	return nil
+}
+
+// retry records a failed attempt that another will follow, and returns the
+// error that makes River schedule it (a *retryError, which carries the
+// downstream's Retry-After for the worker's NextRetry).
+func (c *completer) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+	d claim.Delivery, o callResult,
+) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	err := c.record(ctx, k, o.reason, 0)
+	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
+		c.metrics.countRun(k.Route, runSkipped)
+		log.Warn("delivery was settled elsewhere during this run", slog.String("verdict", o.verdict.String()))
+		return nil
+	}
+	if err != nil {
+		// The job is retried all the same; the attempt goes uncounted.
+		log.Error("recording a failed attempt failed", slog.String("error", err.Error()))
+	}
+	c.metrics.countRun(k.Route, runRetry)
+	log.Warn("attempt failed; will retry", slog.String("reason", o.reason),
+		slog.Int("job_attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts))
+	return &retryError{reason: o.reason, retryAfter: o.retryAfter}
+}
+
+// interrupted handles a call cut short because the worker is stopping. The
+// attempt is counted (the downstream may have seen it), and the context's
+// error is returned, which River takes as a shutdown: the job goes back to
+// the queue without using one of its attempts. River then hands the
+// attempt's number back, so the record moves attempt_base on by one in its
+// place. When the record fails, a plain error is returned instead: River
+// keeps the attempt (and its number) used, and retries.
+func (c *completer) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o callResult) error {
+	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
+	if o.unsent {
+		// Stopped while shaping the body: nothing reached the downstream,
+		// so no attempt number is spent.
+		log.Info("attempt interrupted by shutdown before it was sent; the job returns to the queue")
+		return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
+	}
+	if err := c.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
+		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))
+		return fmt.Errorf("attempt of %s interrupted and not recorded: %s", k, o.reason)
+	}
+	log.Info("attempt interrupted by shutdown; the job returns to the queue", slog.String("reason", o.reason))
+	return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
+}
+
+// record counts a failed attempt that leaves the delivery processing, and
+// adds spent to its attempt_base.
+func (c *completer) record(ctx context.Context, k claim.Key, reason string, spent int) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	return c.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 }

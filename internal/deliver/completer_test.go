@@ -70,10 +70,10 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	}
 	const rescuedIdx, settledIdx = 2, 4
 	testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{ID: jobs[rescuedIdx].ID}, &testfactory.JobOpts{Attempt: 2})
-	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.Failed, LastError: "by an operator"})
+	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.DeliveryFailed, LastError: "by an operator"})
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
-	c := newCompleter(gdb, nil, recordTimeout)
+	c := newCompleter(gdb, nil, 10*time.Second)
 	c.batch.Concurrency = 1 // so that holding one transaction makes the others queue
 	results := make([]endResult, len(keys))
 	errs := make([]error, len(keys))
@@ -136,7 +136,7 @@ func (panickyDB) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { panic
 // with an error instead of leaving them, and every later end, waiting.
 func TestCompleterSurvivesAPanic(t *testing.T) {
 	t.Parallel()
-	c := newCompleter(panickyDB{}, nil, recordTimeout)
+	c := newCompleter(panickyDB{}, nil, 10*time.Second)
 	job := &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, State: rivertype.JobStateRunning}}
 	for range 2 {
 		res, err := c.end(context.Background(), job, claim.Attempt{Key: claim.Key{Provider: "p", EventID: "e", Route: "r"}})

@@ -27,7 +27,7 @@ type loader struct {
 func newLoader(db claim.DB) *loader {
 	l := &loader{store: claim.NewStore(db, nil, nil)}
 	l.batch = batch.Combiner[claim.Key, *claim.Delivery]{Max: loadBatch, Timeout: loadTimeout, Run: l.run,
-		Isolate: claim.Refused}
+		Isolate: batch.Refused}
 	return l
 }
 

@@ -69,7 +69,10 @@ func (tr tracer) accepted(metadata []byte) trace.SpanContext {
 			carrier[k] = v
 		}
 	}
-	return trace.SpanContextFromContext(tr.prop.Extract(context.Background(), carrier))
+	// Ingest stores its own request's context, whose tracestate is empty;
+	// a job enqueued by an older ingest may still carry the provider's,
+	// which is never forwarded downstream.
+	return trace.SpanContextFromContext(tr.prop.Extract(context.Background(), carrier)).WithTraceState(trace.TraceState{})
 }
 
 // endAttempt records the run's error, if any, and ends its span.

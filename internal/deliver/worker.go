@@ -4,7 +4,6 @@
 package deliver
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -12,8 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,13 +25,15 @@ import (
 )
 
 // attemptGrace is how much longer than a route's timeout River gives one job
-// run: time to load the delivery before the call and record it after.
-const attemptGrace = 5 * time.Second
+// run: time to load the delivery before the call. A fifth of the config's
+// end bound (config.Worker.EndBound): 5s by default.
+func attemptGrace(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() / 5 }
 
 // recordTimeout bounds the transaction that records an attempt. It runs on a
 // context detached from the job's, so that an answer that arrived just as
-// the worker began to stop is still written down.
-const recordTimeout = 10 * time.Second
+// the worker began to stop is still written down. An end may wait for two
+// (see newCompleter): with the grace, the end bound. 10s by default.
+func recordTimeout(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() * 2 / 5 }
 
 // Body bytes read from a response: a short prefix to quote in a failure
 // reason, then up to drainBytes more so the connection can be reused.
@@ -120,7 +119,6 @@ type Worker struct {
 	routes  *route.Table
 	clients map[string]*http.Client
 	signers map[string]*standardwebhooks.Webhook
-	store   *claim.Store
 	loads   *loader
 	ends    *completer
 	logger  *slog.Logger
@@ -153,9 +151,8 @@ func NewWorker(o Options) (*Worker, error) {
 		routes:  routes,
 		clients: map[string]*http.Client{},
 		signers: map[string]*standardwebhooks.Webhook{},
-		store:   claim.NewStore(o.DB, nil, nil), // it never enqueues
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics, recordTimeout),
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config)),
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
@@ -206,29 +203,33 @@ func NewHTTPClient(concurrency int) *http.Client {
 }
 
 // JobTimeout is the River client's JobTimeout for cfg: the longest route
-// timeout plus a grace for the database work around the call, but never more
+// timeout plus a grace for the database work before the call, but never more
 // than worker.rescue_after, which River requires.
 func JobTimeout(cfg *config.Config) time.Duration {
 	var longest time.Duration
 	for _, r := range cfg.Routes {
 		longest = max(longest, r.Timeout.D())
 	}
-	return jobTimeout(longest, cfg.Worker.RescueAfter.D())
+	return jobTimeout(cfg, longest)
 }
 
-func jobTimeout(routeTimeout, rescueAfter time.Duration) time.Duration {
-	return min(routeTimeout+attemptGrace, rescueAfter)
+func jobTimeout(cfg *config.Config, routeTimeout time.Duration) time.Duration {
+	return min(routeTimeout+attemptGrace(cfg), cfg.Worker.RescueAfter.D())
 }
 
 // Timeout implements river.Worker: the route's timeout plus a grace, capped
-// by worker.rescue_after so that a live run is never rescued. A job of a
+// by worker.rescue_after. After it the run only records its outcome, for at
+// most two record transactions: config validation keeps the route's timeout
+// plus that end bound under rescue_after, so a live run is never rescued
+// (River's completion does not tell a run's attempt from a newer one's; see
+// config.Worker.EndBound). A job of a
 // route that is gone gets River's default; it makes no call.
 func (w *Worker) Timeout(job *river.Job[claim.DeliveryArgs]) time.Duration {
 	r, ok := w.cfg.Route(job.Args.Route)
 	if !ok {
 		return 0
 	}
-	return jobTimeout(r.Timeout.D(), w.cfg.Worker.RescueAfter.D())
+	return jobTimeout(w.cfg, r.Timeout.D())
 }
 
 // NextRetry implements river.Worker: the route's backoff after the job's
@@ -290,11 +291,11 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	}
 	r, ok := w.routes.Route(k.Route)
 	if !ok {
-		return w.end(ctx, job, log, d, callResult{verdict: rejected,
+		return w.ends.finish(ctx, job, log, d, callResult{verdict: rejected,
 			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
 	}
 	if d.Payload == nil {
-		return w.end(ctx, job, log, d, callResult{verdict: rejected,
+		return w.ends.finish(ctx, job, log, d, callResult{verdict: rejected,
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
@@ -309,14 +310,18 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	switch {
 	case o.verdict == delivered, o.verdict == rejected:
-		return w.end(ctx, job, log, d, o, !o.unsent)
+		return w.ends.finish(ctx, job, log, d, o, !o.unsent)
 	case errors.Is(ctx.Err(), context.Canceled):
-		return w.interrupted(ctx, log, d, o)
+		return w.ends.interrupted(ctx, log, d, o)
 	case job.Attempt >= job.MaxAttempts:
 		o.reason = bound(fmt.Sprintf("attempts exhausted (%d of %d): %s", job.Attempt, job.MaxAttempts, o.reason))
-		return w.end(ctx, job, log, d, o, true)
+		return w.ends.finish(ctx, job, log, d, o, true)
 	default:
-		return w.retry(ctx, job, log, d, o)
+		err := w.ends.retry(ctx, job, log, d, o)
+		if o.retryAfter > 0 && err != nil {
+			w.putHint(job.ID, o.retryAfter)
+		}
+		return err
 	}
 }
 
@@ -372,154 +377,4 @@ func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, r
 		o.result, o.resultErr = r.Result(ctx, event(d), body)
 	}
 	return o
-}
-
-// event is what route programs see of d as $event.
-func event(d claim.Delivery) route.Event {
-	return route.Event{Provider: d.Provider, ID: d.EventID, Type: d.EventType}
-}
-
-// request builds what the contract says the worker sends downstream, as
-// attempt number attempt: the route's shaped body (or the payload as it
-// came), its static and secret headers, then hookgate's own.
-func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) (*http.Request, error) {
-	body, contentType, err := r.Body(ctx, event(d), d.Payload, d.ContentType)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
-	}
-	// Without GetBody the transport cannot rewind the body, so it never
-	// sends the request again by itself: it would, on a reused connection
-	// that closed before answering, for any request with an
-	// Idempotency-Key. One attempt is at most one request.
-	req.GetBody = nil
-	key := d.Key().IdempotencyKey()
-	h := req.Header
-	for name, values := range r.Header() {
-		h[name] = slices.Clone(values)
-	}
-	if contentType != "" {
-		h.Set("Content-Type", headerValue(contentType))
-	}
-	if d.ContentEncoding != "" && !r.Shaped() {
-		// The stored bytes are encoded so; they are forwarded as received.
-		// A shaped body is JSON of hookgate's own, never encoded.
-		h.Set("Content-Encoding", headerValue(d.ContentEncoding))
-	}
-	h.Set("User-Agent", "hookgate")
-	h.Set(r.IdempotencyHeader, key)
-	h.Set("Hookgate-Provider", d.Provider)
-	h.Set("Hookgate-Event-Id", d.EventID)
-	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
-	h.Set("Hookgate-Route", d.Route)
-	h.Set("Hookgate-Attempt", strconv.Itoa(attempt))
-	if wh := w.signers[r.Name]; wh != nil {
-		ts := w.now()
-		sig, err := wh.Sign(key, ts, body)
-		if err != nil {
-			return nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
-		}
-		h.Set(standardwebhooks.HeaderWebhookID, key)
-		h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
-		h.Set(standardwebhooks.HeaderWebhookSignature, sig)
-	}
-	return req, nil
-}
-
-// end records a final outcome (delivered, or failed for good) and completes
-// the job, in one transaction (shared with other jobs ending at the same
-// moment; see completer). attempted says whether a call was made.
-func (w *Worker) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o callResult, attempted bool,
-) error {
-	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	// The job ends: its attempt numbers are spent.
-	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result}
-	if o.verdict != delivered {
-		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt}
-	}
-	result, err := w.ends.end(ctx, job, claim.Attempt{Key: k, Result: res})
-	switch result {
-	case failedToRecord:
-		return err
-	case settled:
-		w.metrics.countRun(k.Route, runSkipped)
-		log.Warn("delivery was settled elsewhere during this run; outcome not recorded", slog.String("verdict", o.verdict.String()))
-		return nil
-	case rescued:
-		log.Warn("job was rescued during this run; the rescued run will record the outcome")
-		return nil
-	}
-	if res.Status == claim.DeliveryCompleted {
-		w.metrics.countRun(k.Route, runCompleted)
-		w.metrics.completed(time.Since(d.ClaimFirstSeen))
-		if o.resultErr != nil {
-			log.Warn("delivered; the route's result could not be computed and none is recorded",
-				slog.String("error", bound(o.resultErr.Error())))
-		}
-		log.Info("delivered")
-		return nil
-	}
-	w.metrics.countRun(k.Route, runFailed)
-	log.Error("delivery failed", slog.String("reason", o.reason))
-	return nil
-}
-
-// retry records a failed attempt that another will follow, and returns the
-// error that makes River schedule it.
-func (w *Worker) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
-	d claim.Delivery, o callResult,
-) error {
-	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	err := w.record(ctx, k, o.reason, 0)
-	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
-		w.metrics.countRun(k.Route, runSkipped)
-		log.Warn("delivery was settled elsewhere during this run", slog.String("verdict", o.verdict.String()))
-		return nil
-	}
-	if err != nil {
-		// The job is retried all the same; the attempt goes uncounted.
-		log.Error("recording a failed attempt failed", slog.String("error", err.Error()))
-	}
-	if o.retryAfter > 0 {
-		w.putHint(job.ID, o.retryAfter)
-	}
-	w.metrics.countRun(k.Route, runRetry)
-	log.Warn("attempt failed; will retry", slog.String("reason", o.reason),
-		slog.Int("job_attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts))
-	return &retryError{reason: o.reason, retryAfter: o.retryAfter}
-}
-
-// interrupted handles a call cut short because the worker is stopping. The
-// attempt is counted (the downstream may have seen it), and the context's
-// error is returned, which River takes as a shutdown: the job goes back to
-// the queue without using one of its attempts. River then hands the
-// attempt's number back, so the record moves attempt_base on by one in its
-// place. When the record fails, a plain error is returned instead: River
-// keeps the attempt (and its number) used, and retries.
-func (w *Worker) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o callResult) error {
-	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	if o.unsent {
-		// Stopped while shaping the body: nothing reached the downstream,
-		// so no attempt number is spent.
-		log.Info("attempt interrupted by shutdown before it was sent; the job returns to the queue")
-		return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
-	}
-	if err := w.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
-		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))
-		return fmt.Errorf("attempt of %s interrupted and not recorded: %s", k, o.reason)
-	}
-	log.Info("attempt interrupted by shutdown; the job returns to the queue", slog.String("reason", o.reason))
-	return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
-}
-
-// record counts a failed attempt that leaves the delivery processing, and
-// adds spent to its attempt_base.
-func (w *Worker) record(ctx context.Context, k claim.Key, reason string, spent int) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	return w.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
 }

@@ -338,6 +338,38 @@ func TestWorkAfterRescue(t *testing.T) {
 	}
 }
 
+// TestStaleRunEndsTheNewerRunsJob shows the race that config validation
+// closes (see TestRunEndsBeforeRescue): River rescues a job during its run's
+// call and starts it again (attempt 2). The old run's end finds its attempt
+// fenced off and records nothing, and Work returns nil; River's executor
+// then completes the job by id, as it is running, though it is the newer
+// run's. That run would find its job gone and drop its outcome, and the
+// reconciler would send the delivery once more. River's completion does
+// not fence by attempt: only a run that returns before rescue_after is safe.
+func TestStaleRunEndsTheNewerRunsJob(t *testing.T) {
+	t.Parallel()
+	var tx pgx.Tx
+	var jobID int64
+	b := setup(t, func(int, *http.Request) int {
+		// The rescuer and the next fetch, while the call is in flight.
+		testfactory.SetJobs(context.Background(), t, tx, testfactory.JobWhere{ID: jobID},
+			&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 2, AttemptedAt: testfactory.Now()})
+		return http.StatusOK
+	})
+	b.claimed(t, "evt_stale", "ship")
+	var w *deliver.Worker
+	tx, w = b.begin(t)
+	job := b.job(t, tx, "evt_stale", "ship")
+	jobID = job.ID
+
+	res, err := work(t, tx, w, job)
+	require.NoError(t, err, "the stale run ends quietly")
+	require.Equal(t, rivertype.JobStateCompleted, res.Job.State)
+	require.Equal(t, 2, res.Job.Attempt, "River completed the newer run's job")
+	require.Equal(t, claim.DeliveryProcessing, delivery(t, tx, "evt_stale", "ship").Status,
+		"and nothing recorded the outcome: the newer run will find its job gone")
+}
+
 // TestConcurrentDeliveriesOfOneClaim completes a claim's two deliveries from
 // two transactions at once: whichever records second sees the first's
 // committed outcome (under the claim row's lock) and completes the claim.

@@ -404,9 +404,9 @@ func (s *stack) claimed(ingest *proc, e event) {
 
 // waitStatus polls until event id's claim has status want, and returns it
 // with its deliveries.
-func (s *stack) waitStatus(id string, want claim.Status, timeout time.Duration) (claim.Claim, []claim.Delivery) {
+func (s *stack) waitStatus(id string, want claim.Status, timeout time.Duration) (claim.Record, []claim.Delivery) {
 	s.t.Helper()
-	var c claim.Claim
+	var c claim.Record
 	var ds []claim.Delivery
 	require.EventuallyWithT(s.t, func(t *assert.CollectT) {
 		var err error

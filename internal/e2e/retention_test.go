@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,22 +34,25 @@ func TestReplayAfterRetention(t *testing.T) {
 	s.waitStatus(e.id, claim.Completed, settle)
 	require.Equal(t, 1, s.down.effectsOf(key(e.id, "ship")))
 
-	// Prune until the claim is a second past terminal and goes.
+	// Prune until the claim is a second past terminal and goes: by this
+	// prune, or by the worker's own retention run (it runs once at start,
+	// when the worker becomes River's leader), whichever comes first. The
+	// two share the work (claim.Store.Prune), so either may delete it.
 	deadline := time.Now().Add(settle)
 	for {
 		out, code := s.run("claims", "prune", "--json")
 		require.Zero(t, code, out)
 		var res claim.PruneResult
 		require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-		if res.Deleted == 1 {
+		require.LessOrEqual(t, res.Deleted, 1, out)
+		_, _, err := s.store.Get(t.Context(), provider, e.id)
+		if errors.Is(err, claim.ErrNotFound) {
 			break
 		}
-		require.Zero(t, res.Deleted, out)
+		require.NoError(t, err)
 		require.True(t, time.Now().Before(deadline), "the claim was never pruned")
 		time.Sleep(100 * time.Millisecond)
 	}
-	_, _, err := s.store.Get(t.Context(), provider, e.id)
-	require.ErrorIs(t, err, claim.ErrNotFound)
 	var deliveries int
 	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries WHERE event_id = $1`, e.id).Scan(&deliveries))
 	require.Zero(t, deliveries, "deliveries went with the claim")
@@ -125,7 +129,7 @@ func (s *stack) export(check func(line []byte), args ...string) exportRun {
 
 // exported is a line of claims export, as an archive reader decodes it.
 type exported struct {
-	claim.Claim
+	claim.Record
 	Deliveries []struct {
 		Route          string       `json:"route"`
 		Status         claim.Status `json:"status"`

@@ -14,6 +14,8 @@ var (
 	errTooLarge        = errors.New("request body exceeds the configured limit")
 	errBadBody         = errors.New("request body could not be read")
 	errBadEncoding     = errors.New("Content-Encoding header is malformed")
+	errBadContentType  = errors.New("Content-Type header must be at most 256 bytes of printable ASCII")
+	errUnstorable      = errors.New("the event holds a value that cannot be stored")
 	errOverloaded      = errors.New("too many requests in flight; retry later")
 )
 
@@ -37,7 +39,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errBadBody), errors.Is(err, errBadEncoding):
+	case errors.Is(err, errBadBody), errors.Is(err, errBadEncoding), errors.Is(err, errBadContentType),
+		errors.Is(err, errUnstorable):
 		return http.StatusBadRequest
 	case errors.Is(err, errOverloaded):
 		return http.StatusServiceUnavailable

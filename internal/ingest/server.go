@@ -82,7 +82,16 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
 	}
 	for i, p := range cfg.Providers {
-		v, err := verify.New(verify.Config{
+		// A public key of the wrong type is refused naming the setting it
+		// came from (files are checked as they are read).
+		for j, name := range p.PublicKeysEnv {
+			if keys := secrets.Provider[p.Name]; j < len(keys) {
+				if err := verify.CheckPublicKey(p.Scheme, keys[j]); err != nil {
+					return nil, fmt.Errorf("providers[%d].public_keys_env[%d]: environment variable %s %w", i, j, name, err)
+				}
+			}
+		}
+		vc := verify.Config{
 			Scheme:          p.Scheme,
 			Secrets:         secrets.Provider[p.Name],
 			Tolerance:       p.Tolerance.D(),
@@ -92,7 +101,24 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 			IDFrom:          p.IDFrom,
 			TypeFrom:        p.TypeFrom,
 			TimestampHeader: p.TimestampHeader,
-		})
+			NotificationURL: p.NotificationURL,
+			WebhookID:       p.WebhookID,
+			CertFile:        p.CertFile,
+			CAFile:          p.CAFile,
+			ScopeFrom:       p.ScopeFrom,
+		}
+		var v verify.Verifier
+		var err error
+		if files := providerFiles(i, p); len(files) > 0 {
+			build := func(secrets [][]byte) (verify.Verifier, error) {
+				c := vc
+				c.Secrets = secrets
+				return verify.New(c)
+			}
+			v, err = newFileVerifier(p.Name, files, vc.Secrets, build, logger)
+		} else {
+			v, err = verify.New(vc)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d] (%s): %w", i, p.Name, err)
 		}

@@ -41,6 +41,7 @@ routes:
 `
 
 type bundle struct {
+	db      claim.DB
 	store   *claim.Store
 	handler http.Handler
 	logs    *bytes.Buffer
@@ -70,7 +71,7 @@ func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
 	require.NoError(t, err)
 	srv, err := ingest.New(cfg, table, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
 	require.NoError(t, err)
-	return &bundle{store: store, handler: srv.Handler(), logs: logs}
+	return &bundle{db: db, store: store, handler: srv.Handler(), logs: logs}
 }
 
 // serve sends one request to the handler and returns the status and body.
@@ -91,6 +92,11 @@ func stripeRequest(provider, id, secret string) *http.Request {
 	req.Header.Set("Stripe-Signature", sp.Header)
 	req.Header.Set("Content-Type", "application/json")
 	return req
+}
+
+func withContentType(r *http.Request, v string) *http.Request {
+	r.Header.Set("Content-Type", v)
+	return r
 }
 
 func TestWebhook(t *testing.T) {
@@ -129,6 +135,14 @@ func TestWebhook(t *testing.T) {
 			r.ContentLength = -1
 			return r
 		}(), http.StatusRequestEntityTooLarge, "request body exceeds the configured limit"},
+		// Signed, but with a Content-Type no text column can hold: refused
+		// for what it is, never a 503 that every retry would meet again.
+		{"ContentTypeNotUTF8", withContentType(stripeRequest("stripe", "evt_5", handlerSecret), "\xff"),
+			http.StatusBadRequest, "Content-Type header must be at most 256 bytes of printable ASCII"},
+		{"ContentTypeNUL", withContentType(stripeRequest("stripe", "evt_6", handlerSecret), "application/json\x00"),
+			http.StatusBadRequest, "Content-Type header must be at most 256 bytes of printable ASCII"},
+		{"ContentTypeTooLong", withContentType(stripeRequest("stripe", "evt_7", handlerSecret), "application/json; x="+strings.Repeat("a", 256)),
+			http.StatusBadRequest, "Content-Type header must be at most 256 bytes of printable ASCII"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			status, body := b.serve(t, tt.req)
@@ -141,6 +155,16 @@ func TestWebhook(t *testing.T) {
 		claims, err := b.store.List(t.Context(), claim.Filter{})
 		require.NoError(t, err)
 		require.Len(t, claims, 1, "only evt_1")
+	})
+
+	t.Run("ContentTypeWithParametersIsKept", func(t *testing.T) {
+		const ct = "application/json; charset=utf-8"
+		status, _ := b.serve(t, withContentType(stripeRequest("stripe", "evt_ct", handlerSecret), ct))
+		require.Equal(t, http.StatusOK, status)
+		var got string
+		require.NoError(t, b.db.QueryRow(t.Context(), `SELECT content_type FROM webhook_event_claims
+WHERE provider = 'stripe' AND event_id = 'evt_ct'`).Scan(&got))
+		require.Equal(t, ct, got, "stored as received, to be forwarded")
 	})
 }
 

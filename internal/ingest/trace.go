@@ -23,11 +23,16 @@ type tracer struct {
 	prop propagation.TextMapPropagator
 }
 
-// WithTracing makes the server trace each webhook request (continuing the
-// provider's traceparent, if any) and its claim transaction, and carry the
-// request's trace context into the metadata of the jobs it enqueues, so
-// that each delivery attempt is a child of the request. Call it before
-// serving. Off (nil or disabled), nothing is traced.
+// WithTracing makes the server trace each webhook request and its claim
+// transaction, and carry the request's trace context into the metadata of
+// the jobs it enqueues, so that each delivery attempt is a child of the
+// request. Call it before serving. Off (nil or disabled), nothing is traced.
+//
+// The endpoint is public, so a request starts a trace of its own: a caller
+// cannot attach spans to a trace of its choosing, nor force sampling with
+// its traceparent's flag, nor have its tracestate forwarded downstream. The
+// provider's traceparent becomes a link of the request's span, added only
+// once the request's signature is verified (linkCaller).
 func (s *Server) WithTracing(t *telemetry.Tracing) *Server {
 	if t.Enabled() {
 		s.tracer = tracer{t: t.Tracer("github.com/hookgate/hookgate/internal/ingest"), prop: t.Propagator}
@@ -35,16 +40,39 @@ func (s *Server) WithTracing(t *telemetry.Tracing) *Server {
 	return s
 }
 
-// startRequest starts the span of a webhook request. Nothing the client
-// chose names it or labels it: the route is the template, the provider is
-// set only once it is known to be configured.
+// callerKey holds, in a request's context, the trace context its caller
+// sent, until the signature says whether to link it.
+type callerKey struct{}
+
+// startRequest starts the span of a webhook request, as the root of a new
+// trace. Nothing the client chose names it, labels it or parents it: the
+// route is the template, the provider is set only once it is known to be
+// configured, and the caller's trace context is only kept aside in ctx for
+// linkCaller.
 func (tr tracer) startRequest(ctx context.Context, h http.Header) (context.Context, trace.Span) {
 	if tr.t == nil {
 		return ctx, nil
 	}
-	ctx = tr.prop.Extract(ctx, propagation.HeaderCarrier(h))
-	return tr.t.Start(ctx, http.MethodPost+" "+webhookRoute, trace.WithSpanKind(trace.SpanKindServer),
+	caller := trace.SpanContextFromContext(tr.prop.Extract(context.Background(), propagation.HeaderCarrier(h)))
+	ctx, span := tr.t.Start(ctx, http.MethodPost+" "+webhookRoute, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", http.MethodPost), attribute.String("http.route", webhookRoute)))
+	if caller.IsValid() {
+		ctx = context.WithValue(ctx, callerKey{}, caller)
+	}
+	return ctx, span
+}
+
+// linkCaller links the request's span to the trace context its caller
+// sent, if any. Call it only once the signature is verified: an
+// unauthenticated caller leaves no mark on the trace. The link carries the
+// caller's trace and span ids, not its tracestate.
+func linkCaller(ctx context.Context) {
+	caller, ok := ctx.Value(callerKey{}).(trace.SpanContext)
+	if !ok {
+		return
+	}
+	trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: caller.WithTraceState(trace.TraceState{}),
+		Attributes: []attribute.KeyValue{attribute.String("hookgate.link", "provider")}})
 }
 
 // endRequest records how the request ended and ends its span.

@@ -31,14 +31,12 @@ type Pruner interface {
 
 // Retainer is the worker of RetentionArgs.
 type Retainer struct {
-	river.WorkerDefaults[RetentionArgs]
+	schedule[RetentionArgs]
 
-	store    Pruner
-	policy   claim.Retention
-	interval time.Duration
-	timeout  time.Duration
-	metrics  *RetentionMetrics
-	logger   *slog.Logger
+	store   Pruner
+	policy  claim.Retention
+	metrics *RetentionMetrics
+	logger  *slog.Logger
 }
 
 // NewRetainer returns the retention worker for cfg's retention section.
@@ -47,10 +45,9 @@ type Retainer struct {
 // metrics may be nil.
 func NewRetainer(store Pruner, r config.Retention, timeout time.Duration, metrics *RetentionMetrics, logger *slog.Logger) *Retainer {
 	return &Retainer{
+		schedule: schedule[RetentionArgs]{kind: RetentionKind, interval: r.Interval.D(), timeout: timeout},
 		store:    store,
 		policy:   Policy(r),
-		interval: r.Interval.D(),
-		timeout:  timeout,
 		metrics:  metrics,
 		logger:   logger,
 	}
@@ -60,23 +57,6 @@ func NewRetainer(store Pruner, r config.Retention, timeout time.Duration, metric
 func Policy(r config.Retention) claim.Retention {
 	return claim.Retention{Claims: r.Claims.D(), Payloads: r.Payloads.D(), BatchSize: r.BatchSize}
 }
-
-// PeriodicJob schedules the retainer every retention.interval, and once at
-// start, so a worker restarted more often than that still applies it. Only
-// River's elected leader enqueues periodic jobs, so replicas do not
-// multiply it; should two runs overlap anyway (one outlasting the
-// interval), they share the work (see claim.Store.Prune).
-func (r *Retainer) PeriodicJob() *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(r.interval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			// One attempt: the next period is the retry.
-			return RetentionArgs{}, &river.InsertOpts{MaxAttempts: 1}
-		},
-		&river.PeriodicJobOpts{ID: RetentionKind, RunOnStart: true})
-}
-
-// Timeout implements river.Worker.
-func (r *Retainer) Timeout(*river.Job[RetentionArgs]) time.Duration { return r.timeout }
 
 // Work implements river.Worker: one Prune, counted in the metrics and
 // logged in one line with what it did.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,11 +40,13 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var providerSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("trace test provider key 32 bytes"))
 
 // TestOneTraceFromProviderToDownstream: a provider's request carrying a
-// traceparent is accepted by ingest and delivered by the worker, each built
-// as the binaries build them, with tracing to an in-memory exporter. One
-// trace holds the provider's request, the claim transaction, the delivery
-// attempt (a child of the request) and the downstream request, whose
-// traceparent the downstream receives; River's own job span is linked in.
+// traceparent and a tracestate is accepted by ingest and delivered by the
+// worker, each built as the binaries build them, with tracing to an
+// in-memory exporter. One trace of hookgate's own holds the provider's
+// request (its root, linked to the provider's span), the claim transaction,
+// the delivery attempt (a child of the request) and the downstream request,
+// whose traceparent the downstream receives, without the provider's
+// tracestate; River's own job span is linked in.
 func TestOneTraceFromProviderToDownstream(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -83,7 +86,7 @@ routes:
 	// Ingest, as cmd/ingest wires it.
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
-	claims := claim.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
 	table, err := route.New(cfg, secrets.Headers)
 	require.NoError(t, err)
 	srv, err := ingest.New(cfg, table, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
@@ -131,6 +134,7 @@ routes:
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
 	req.Header.Set("traceparent", "00-"+providerTrace.String()+"-"+providerSpan.String()+"-01")
+	req.Header.Set("tracestate", "vendor=provider-secret-state")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -160,11 +164,17 @@ routes:
 	spans := byName()
 
 	request, claimSpan, attempt, downstream := spans["POST /webhooks/:provider"], spans["hookgate.claim"], spans["hookgate.attempt"], spans["PUT"]
+	ours := request.SpanContext.TraceID()
+	require.NotEqual(t, providerTrace, ours, "the request starts a trace of its own")
 	for name, s := range map[string]tracetest.SpanStub{"request": request, "claim": claimSpan, "attempt": attempt, "downstream": downstream} {
-		require.Equal(t, providerTrace, s.SpanContext.TraceID(), "%s span is in the provider's trace", name)
+		require.Equal(t, ours, s.SpanContext.TraceID(), "%s span is in the request's trace", name)
+		require.Empty(t, s.SpanContext.TraceState().String(), "%s span carries no tracestate", name)
 	}
-	require.Equal(t, providerSpan, request.Parent.SpanID(), "the request continues the provider's traceparent")
-	require.True(t, request.Parent.IsRemote())
+	require.False(t, request.Parent.IsValid(), "the request's span is a root")
+	require.Len(t, request.Links, 1, "the verified provider's span is linked")
+	require.Equal(t, providerTrace, request.Links[0].SpanContext.TraceID())
+	require.Equal(t, providerSpan, request.Links[0].SpanContext.SpanID())
+	require.Empty(t, request.Links[0].SpanContext.TraceState().String(), "the link keeps no tracestate")
 	require.Equal(t, trace.SpanKindServer, request.SpanKind)
 	require.Equal(t, request.SpanContext.SpanID(), claimSpan.Parent.SpanID(), "the claim is part of the request")
 	require.Equal(t, request.SpanContext.SpanID(), attempt.Parent.SpanID(), "the attempt is a child of the accepting request")
@@ -174,12 +184,148 @@ routes:
 	require.Contains(t, downstream.Attributes, attribute.String("http.request.method", "PUT"),
 		"the downstream span names the route's method")
 
-	want := "00-" + providerTrace.String() + "-" + downstream.SpanContext.SpanID().String() + "-01"
+	want := "00-" + ours.String() + "-" + downstream.SpanContext.SpanID().String() + "-01"
 	require.Equal(t, want, h.Get("traceparent"), "the downstream sees the downstream request's span as its parent")
+	require.Empty(t, h.Values("tracestate"), "the provider's tracestate is not forwarded")
+	var meta string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT metadata::text FROM river_job`).Scan(&meta))
+	require.NotContains(t, meta, "provider-secret-state", "nor kept in the job")
 
 	// River's own span of the job run, linked from the attempt.
 	run, ok := spans["river.work"]
 	require.True(t, ok, "otelriver's job span")
 	require.Len(t, attempt.Links, 1)
 	require.Equal(t, run.SpanContext.SpanID(), attempt.Links[0].SpanContext.SpanID())
+
+	// A job enqueued by an older ingest, which kept the provider's
+	// tracestate in its metadata: the attempt does not forward it either.
+	_, err = claim.NewStore(db.Pool, jobs, cfg.MaxAttempts).Claim(ctx, claim.Event{Provider: "sw", ID: "evt_old_job",
+		Type: "order.paid", Payload: body, JobMetadata: []byte(`{"traceparent":"00-` + providerTrace.String() + `-` +
+			providerSpan.String() + `-01","tracestate":"vendor=provider-secret-state"}`)}, []string{"ship"}, false)
+	require.NoError(t, err)
+	select {
+	case h = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the downstream was not called for the old job")
+	}
+	require.Equal(t, "evt_old_job", h.Get("Hookgate-Event-Id"))
+	require.Empty(t, h.Values("tracestate"), "an old job's tracestate is not forwarded")
+}
+
+// tracedIngest serves ingest, wired as cmd/ingest wires it, tracing with
+// tp, for one standard-webhooks provider "sw" with one route.
+func tracedIngest(t *testing.T, tp trace.TracerProvider) string {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "hookgate.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(`
+providers:
+  - name: sw
+    scheme: standard-webhooks
+    secrets_env: [SW_SECRET]
+routes:
+  - name: ship
+    provider: sw
+    events: ["*"]
+    url: http://127.0.0.1:1/ship
+`), 0o600))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	secrets, err := cfg.ResolveSecrets(func(string) string { return providerSecret })
+	require.NoError(t, err)
+	logger := slog.New(slog.DiscardHandler)
+	db := dbtest.NewDB(t)
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
+	require.NoError(t, err)
+	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
+	table, err := route.New(cfg, secrets.Headers)
+	require.NoError(t, err)
+	srv, err := ingest.New(cfg, table, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
+	require.NoError(t, err)
+	front := httptest.NewServer(srv.WithTracing(&telemetry.Tracing{Provider: tp, Propagator: propagation.TraceContext{}}).Handler())
+	t.Cleanup(front.Close)
+	return front.URL
+}
+
+// postTraced posts a standard-webhooks event signed with secret, carrying
+// traceparent, and returns the status.
+func postTraced(t *testing.T, url, id, secret, traceparent string) int {
+	t.Helper()
+	body := []byte(`{"type":"order.paid","data":{"id":"` + id + `"}}`)
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	now := time.Now()
+	sig, err := wh.Sign(id, now, body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, url+"/webhooks/sw", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	req.Header.Set("traceparent", traceparent)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// recordingSampler is a sampler that remembers each of its decisions, made
+// when a span starts (before the request is answered).
+type recordingSampler struct {
+	sdktrace.Sampler
+	mu        sync.Mutex
+	decisions []sdktrace.SamplingDecision
+}
+
+func (s *recordingSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	r := s.Sampler.ShouldSample(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decisions = append(s.decisions, r.Decision)
+	return r
+}
+
+// TestUnverifiedCallerLeavesNoMarkOnTheTrace: a request whose signature
+// fails, carrying a sampled traceparent, is traced in a trace of its own,
+// with no parent and no link to the caller's; and where the sampler keeps
+// only what a sampled parent asks for, a caller's sampled flag, verified or
+// not, samples nothing.
+func TestUnverifiedCallerLeavesNoMarkOnTheTrace(t *testing.T) {
+	t.Parallel()
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traceparent := "00-" + callerTrace + "-00f067aa0ba902b7-01"
+
+	t.Run("its own trace, no link", func(t *testing.T) {
+		t.Parallel()
+		exporter := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		url := tracedIngest(t, tp)
+		require.Equal(t, http.StatusUnauthorized, postTraced(t, url, "evt_forged", "whsec_"+base64.StdEncoding.EncodeToString([]byte("not the provider's key, 32 bytes")), traceparent))
+		require.Eventually(t, func() bool { return len(exporter.GetSpans()) == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the request's span ends")
+		span := exporter.GetSpans()[0]
+		require.Equal(t, "POST /webhooks/:provider", span.Name)
+		require.Contains(t, span.Attributes, attribute.Int("http.response.status_code", http.StatusUnauthorized))
+		require.NotEqual(t, callerTrace, span.SpanContext.TraceID().String(), "the caller chose no trace id")
+		require.False(t, span.Parent.IsValid(), "a root span")
+		require.Empty(t, span.Links, "an unverified caller is not linked")
+	})
+
+	t.Run("the caller's flag samples nothing", func(t *testing.T) {
+		t.Parallel()
+		sampler := &recordingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
+		exporter := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter), sdktrace.WithSampler(sampler))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		url := tracedIngest(t, tp)
+		require.Equal(t, http.StatusUnauthorized, postTraced(t, url, "evt_forged", "whsec_"+base64.StdEncoding.EncodeToString([]byte("not the provider's key, 32 bytes")), traceparent))
+		require.Equal(t, http.StatusOK, postTraced(t, url, "evt_real", providerSecret, traceparent))
+		sampler.mu.Lock()
+		defer sampler.mu.Unlock()
+		require.NotEmpty(t, sampler.decisions, "the requests' spans were started")
+		for i, d := range sampler.decisions {
+			require.Equal(t, sdktrace.Drop, d, "span %d was not sampled", i)
+		}
+	})
 }

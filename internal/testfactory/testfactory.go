@@ -50,7 +50,7 @@ type ClaimOpts struct {
 type DeliveryOpts struct {
 	// Status defaults to processing; completed sets completed_at, any other
 	// status clears it.
-	Status    claim.Status
+	Status    claim.DeliveryStatus
 	LastError string
 	UpdatedAt *When // default now
 }
@@ -84,7 +84,7 @@ VALUES ($1, $2, $3, $4, $5, 'application/json', now() - make_interval(secs => $6
 		_, err := exec.Exec(ctx, `INSERT INTO webhook_deliveries
     (provider, event_id, route, status, last_error, updated_at, completed_at)
 VALUES ($1, $2, $3, $4, nullif($5, ''), now() - make_interval(secs => $6), CASE WHEN $4 = 'completed' THEN now() END)`,
-			k.Provider, k.EventID, route, string(cmp.Or(d.Status, claim.Processing)), d.LastError, d.UpdatedAt.seconds())
+			k.Provider, k.EventID, route, string(cmp.Or(d.Status, claim.DeliveryProcessing)), d.LastError, d.UpdatedAt.seconds())
 		if err != nil {
 			tb.Fatalf("testfactory: inserting delivery %s/%s: %v", k, route, err)
 		}

@@ -31,6 +31,9 @@ const (
 	reasonMalformedType      = "malformed_type"
 	reasonUnparsableBody     = "unparsable_body"
 	reasonAmbiguousField     = "ambiguous_field"
+	reasonMultipleItems      = "multiple_items"
+	reasonMissingScope       = "missing_scope"
+	reasonMalformedScope     = "malformed_scope"
 )
 
 // UnauthorizedReasons returns every Reason an ErrUnauthorized failure can
@@ -49,7 +52,8 @@ func UnauthorizedReasons() []string {
 // Reason is one of missing_signature, malformed_signature, bad_signature,
 // missing_timestamp, malformed_timestamp, timestamp_out_of_tolerance (all
 // with Kind ErrUnauthorized) or missing_id, malformed_id, missing_type,
-// malformed_type, unparsable_body, ambiguous_field (all with Kind ErrInvalid).
+// malformed_type, unparsable_body, ambiguous_field, multiple_items,
+// missing_scope, malformed_scope (all with Kind ErrInvalid).
 type Error struct {
 	// Kind is ErrUnauthorized or ErrInvalid.
 	Kind error

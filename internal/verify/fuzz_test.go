@@ -167,6 +167,9 @@ func FuzzNormalize(f *testing.F) {
 		{Scheme: "shopify", Secrets: [][]byte{secret}},
 		{Scheme: "standard-webhooks", Secrets: [][]byte{[]byte(swKey)}},
 		{Scheme: "hmac", Secrets: [][]byte{secret}, Header: "X-Sig", Encoding: "base64", IDFrom: "json:id", TypeFrom: "header:X-Type"},
+		{Scheme: "paddle", Secrets: [][]byte{secret}},
+		{Scheme: "square", Secrets: [][]byte{secret}, NotificationURL: "https://hooks.example/square"},
+		{Scheme: "easypost", Secrets: [][]byte{secret}},
 	} {
 		v, err := New(c)
 		require.NoError(f, err)
@@ -182,7 +185,10 @@ func FuzzNormalize(f *testing.F) {
 				shopifyEventIDHeader, id, shopifyTopicHeader, typ),
 			"standard-webhooks": headers(swIDHeader, id, swTimestampHeader, strconv.FormatInt(now.Unix(), 10),
 				swSignatureHeader, swSign(t, swKey, id, now, body)),
-			"hmac": headers("X-Sig", macBase64(string(secret), string(body)), "X-Type", typ),
+			"hmac":     headers("X-Sig", macBase64(string(secret), string(body)), "X-Type", typ),
+			"paddle":   headers(paddleSignatureHeader, paddleHeader(string(secret), now, body)),
+			"square":   headers(squareSignatureHeader, macBase64(string(secret), "https://hooks.example/square", string(body))),
+			"easypost": headers(easyPostSignatureHeader, easyPostPrefix+macHex(string(secret), string(body))),
 		}
 		for scheme, h := range requests {
 			ev, err := verifiers[scheme].Verify(body, h, now.Add(time.Second))

@@ -28,15 +28,29 @@ func parseObject(body []byte) (map[string]any, error) {
 // fromJSON reads the field at a dotted path of object keys ("data.object.id").
 // Strings and numbers are scalars; a number keeps its JSON spelling.
 func fromJSON(obj map[string]any, path string) value {
+	return fromJSONPath(obj, path, false)
+}
+
+// fromJSONPath is fromJSON; with indexes, a segment of decimal digits also
+// indexes an array ("notificationItems.0.id").
+func fromJSONPath(obj map[string]any, path string, indexes bool) value {
 	var cur any = obj
 	for path != "" {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return value{}
-		}
 		var key string
 		key, path, _ = strings.Cut(path, ".")
-		if cur, ok = m[key]; !ok {
+		switch c := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = c[key]; !ok {
+				return value{}
+			}
+		case []any:
+			i, ok := arrayIndex(key)
+			if !indexes || !ok || i >= len(c) {
+				return value{}
+			}
+			cur = c[i]
+		default:
 			return value{}
 		}
 	}
@@ -52,8 +66,24 @@ func fromJSON(obj map[string]any, path string) value {
 	}
 }
 
+// arrayIndex parses a path segment of canonical decimal digits.
+func arrayIndex(seg string) (int, bool) {
+	if seg == "" || len(seg) > 6 || (seg[0] == '0' && len(seg) > 1) {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(seg); i++ {
+		if seg[i] < '0' || seg[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(seg[i]-'0')
+	}
+	return n, true
+}
+
 // checkUnambiguous refuses a body in which a key along one of paths (dotted
-// object keys, as for fromJSON) appears more than once in its object,
+// object keys, as for fromJSON, where a "[]" or index segment stands for
+// every element of an array) appears more than once in its object,
 // counting keys that differ only in letter case as the same. Parsers
 // disagree on such bodies: encoding/json (and stripe-go) matches keys
 // without regard to case and keeps the last duplicate, others keep the
@@ -90,7 +120,29 @@ func walkPaths(dec *json.Decoder, paths [][]string) (dup string, err error) {
 	if !ok {
 		return "", nil
 	}
-	if d == '[' || len(paths) == 0 {
+	if d == '[' {
+		var each [][]string
+		for _, p := range paths {
+			if _, index := arrayIndex(p[0]); (p[0] == "[]" || index) && len(p) > 1 {
+				each = append(each, p[1:])
+			}
+		}
+		if len(each) == 0 {
+			return "", skipRest(dec)
+		}
+		for dec.More() {
+			inner, err := walkPaths(dec, each)
+			if err != nil {
+				return "", err
+			}
+			if dup == "" {
+				dup = inner
+			}
+		}
+		_, err = dec.Token() // the closing bracket
+		return dup, err
+	}
+	if len(paths) == 0 {
 		return "", skipRest(dec)
 	}
 	seen := map[string]bool{}

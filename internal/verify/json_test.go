@@ -62,3 +62,18 @@ func TestFromJSON(t *testing.T) {
 		require.Equal(t, tc.want, fromJSON(obj, tc.path), tc.path)
 	}
 }
+
+func TestFromJSONArrayIndex(t *testing.T) {
+	t.Parallel()
+	obj, err := parseObject([]byte(`{"items":[{"id":"a"},{"id":"b"}],"n":{"0":"key"}}`))
+	require.NoError(t, err)
+	require.Equal(t, "a", fromJSONPath(obj, "items.0.id", true).text)
+	require.Equal(t, "b", fromJSONPath(obj, "items.1.id", true).text)
+	require.False(t, fromJSONPath(obj, "items.2.id", true).present)
+	require.False(t, fromJSONPath(obj, "items.01.id", true).present)
+	require.False(t, fromJSON(obj, "items.0.id").present, "ids and types never index arrays")
+	require.Equal(t, "key", fromJSONPath(obj, "n.0", true).text, "on an object a digit segment is a key")
+
+	require.NoError(t, checkUnambiguous([]byte(`{"items":[{"id":"a"},{"id":"b"}]}`), "items.0.id"))
+	require.Error(t, checkUnambiguous([]byte(`{"items":[{"id":"a","ID":"b"}]}`), "items.0.id"))
+}

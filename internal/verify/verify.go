@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,7 +19,17 @@ const (
 	schemeShopify          = "shopify"
 	schemeStandardWebhooks = "standard-webhooks"
 	schemeHMAC             = "hmac"
+	schemePaddle           = "paddle"
+	schemeSquare           = "square"
+	schemeEasyPost         = "easypost"
+	schemeAdyen            = "adyen"
+	schemePayPal           = "paypal"
+	schemeEd25519          = "ed25519"
+	schemeECDSA            = "ecdsa"
 )
+
+// schemeList is every scheme, in the order messages list them.
+const schemeList = "stripe, github, shopify, standard-webhooks, hmac, paddle, square, easypost, adyen, paypal, ed25519 or ecdsa"
 
 // defaultTolerance is used when Config.Tolerance is zero. Five minutes is what
 // Stripe and the Standard Webhooks libraries use: wide enough for ordinary
@@ -27,7 +38,9 @@ const defaultTolerance = 5 * time.Minute
 
 // Config selects a scheme and holds what it needs to verify a request.
 type Config struct {
-	// Scheme is one of "stripe", "github", "shopify", "standard-webhooks" or "hmac".
+	// Scheme is one of "stripe", "github", "shopify", "standard-webhooks",
+	// "hmac", "paddle", "square", "easypost", "adyen", "paypal", "ed25519"
+	// or "ecdsa".
 	Scheme string
 
 	// Secrets are the signing secrets; a request signed with any one of them
@@ -37,7 +50,12 @@ type Config struct {
 	// For stripe the whsec_... string's bytes are the HMAC key as they are.
 	// For standard-webhooks each is "whsec_" followed by the base64 of the
 	// key (raw base64 without the prefix is accepted too); New decodes it.
-	// For github, shopify and hmac the bytes are the HMAC key.
+	// For github, shopify, hmac, paddle and square the bytes are the HMAC
+	// key. For easypost they are NFKD-normalized first, as EasyPost's own
+	// libraries do; for adyen they are the hex spelling of the key.
+	// For ed25519 and ecdsa each is a public key, not a secret (see
+	// ed25519.go and ecdsa.go for the spellings accepted). paypal takes
+	// none: it verifies with the certificates of CertFile.
 	Secrets [][]byte
 
 	// Tolerance is how far a signed timestamp may be from now, in either
@@ -46,16 +64,18 @@ type Config struct {
 	// Zero means 5m; negative is an error.
 	Tolerance time.Duration
 
-	// The fields below apply to the generic "hmac" scheme only; New rejects
+	// The fields below apply to the generic "hmac" scheme and, except
+	// Prefix, to the public-key schemes "ed25519" and "ecdsa"; New rejects
 	// them for any other scheme so that a misplaced setting is not silently
-	// ignored. The signature is HMAC-SHA256.
+	// ignored. For hmac the signature is HMAC-SHA256.
 
 	// Header names the header holding the signature. Required.
 	Header string
 	// Prefix, when set, must begin the header value and is stripped before
-	// decoding, e.g. "sha256=".
+	// decoding, e.g. "sha256=". hmac only.
 	Prefix string
-	// Encoding of the signature: "hex" or "base64" (standard, padded). Required.
+	// Encoding of the signature: "hex" or "base64" (standard, padded).
+	// Required for hmac; ed25519 defaults to hex, ecdsa to base64.
 	Encoding string
 	// IDFrom is where the event id is read: "header:NAME" or
 	// "json:dotted.path" (object keys only, no array indexes). Required.
@@ -65,7 +85,30 @@ type Config struct {
 	TypeFrom string
 	// TimestampHeader, when set, names a header holding unix seconds; the
 	// signed content is then timestamp + "." + body and Tolerance applies.
+	// For ed25519 and ecdsa it is required and the signed content is
+	// timestamp + body, with no separator.
 	TimestampHeader string
+
+	// NotificationURL is the URL Square signs in front of the body: the
+	// notification URL exactly as configured in Square. square only, required.
+	NotificationURL string
+
+	// WebhookID, CertFile and CAFile apply to paypal only, and are required
+	// there. WebhookID is the id PayPal gave the webhook; it is part of
+	// the signed content. CertFile is a PEM file, or a directory of PEM
+	// files, holding PayPal's signing certificates; CAFile is a PEM bundle
+	// that each of them must chain to. Both are read once, by New: nothing
+	// is ever fetched while verifying.
+	WebhookID string
+	CertFile  string
+	CAFile    string
+
+	// ScopeFrom, when set (any scheme), is where a scope is read once the
+	// signature is verified: "header:NAME" or "json:dotted.path". The
+	// event id becomes scope + ":" + id, so ids that are unique only per
+	// account or shop are claimed once per account or shop. A missing or
+	// malformed scope is ErrInvalid.
+	ScopeFrom string
 }
 
 // Event is the normalized identity of a verified webhook: what the claim is
@@ -104,7 +147,20 @@ type Verifier interface {
 // bad provider entry stops the binary at start rather than 401ing every
 // delivery. Error messages name the setting, never a secret's value.
 func New(c Config) (Verifier, error) {
-	if len(c.Secrets) == 0 {
+	v, err := newVerifier(c)
+	if err != nil || c.ScopeFrom == "" {
+		return v, err
+	}
+	return newScopedVerifier(v, c.ScopeFrom)
+}
+
+// newVerifier is New without the scope.
+func newVerifier(c Config) (Verifier, error) {
+	if c.Scheme == schemePayPal {
+		if len(c.Secrets) > 0 {
+			return nil, errors.New("scheme paypal takes no secrets: it verifies with cert_file")
+		}
+	} else if len(c.Secrets) == 0 {
 		return nil, errors.New("no secrets configured")
 	}
 	secrets := make([][]byte, len(c.Secrets))
@@ -120,10 +176,8 @@ func New(c Config) (Verifier, error) {
 	}
 	tolerance := cmp.Or(c.Tolerance, defaultTolerance)
 
-	if c.Scheme != schemeHMAC {
-		if key := hmacOnlySetting(c); key != "" {
-			return nil, fmt.Errorf("%s applies only to scheme hmac, not %q", key, c.Scheme)
-		}
+	if key, schemes := misplacedSetting(c); key != "" {
+		return nil, fmt.Errorf("%s applies only to scheme %s, not %q", key, strings.Join(schemes, ", "), c.Scheme)
 	}
 
 	switch c.Scheme {
@@ -137,29 +191,53 @@ func New(c Config) (Verifier, error) {
 		return newStandardWebhooksVerifier(secrets, tolerance)
 	case schemeHMAC:
 		return newHMACVerifier(c, secrets, tolerance)
+	case schemePaddle:
+		return &paddleVerifier{secrets: secrets, tolerance: tolerance}, nil
+	case schemeSquare:
+		return newSquareVerifier(c, secrets)
+	case schemeEasyPost:
+		return newEasyPostVerifier(secrets), nil
+	case schemeAdyen:
+		return newAdyenVerifier(secrets)
+	case schemePayPal:
+		return newPayPalVerifier(c, tolerance)
+	case schemeEd25519, schemeECDSA:
+		return newPublicKeyVerifier(c, secrets, tolerance)
 	case "":
 		return nil, errors.New("scheme is required")
 	default:
-		return nil, fmt.Errorf("unknown scheme %q (want stripe, github, shopify, standard-webhooks or hmac)", c.Scheme)
+		return nil, fmt.Errorf("unknown scheme %q (want %s)", c.Scheme, schemeList)
 	}
 }
 
-// hmacOnlySetting returns the config key of the first hmac-only setting that
-// is set, or "".
-func hmacOnlySetting(c Config) string {
-	for _, s := range []struct{ key, value string }{
-		{"header", c.Header},
-		{"prefix", c.Prefix},
-		{"encoding", c.Encoding},
-		{"id_from", c.IDFrom},
-		{"type_from", c.TypeFrom},
-		{"timestamp_header", c.TimestampHeader},
-	} {
-		if s.value != "" {
-			return s.key
+// settingSchemes says which schemes each scheme-specific setting applies to.
+var settingSchemes = []struct {
+	key     string
+	value   func(Config) string
+	schemes []string
+}{
+	{"header", func(c Config) string { return c.Header }, []string{schemeHMAC, schemeEd25519, schemeECDSA}},
+	{"prefix", func(c Config) string { return c.Prefix }, []string{schemeHMAC}},
+	{"encoding", func(c Config) string { return c.Encoding }, []string{schemeHMAC, schemeEd25519, schemeECDSA}},
+	{"id_from", func(c Config) string { return c.IDFrom }, []string{schemeHMAC, schemeEd25519, schemeECDSA}},
+	{"type_from", func(c Config) string { return c.TypeFrom }, []string{schemeHMAC, schemeEd25519, schemeECDSA}},
+	{"timestamp_header", func(c Config) string { return c.TimestampHeader }, []string{schemeHMAC, schemeEd25519, schemeECDSA}},
+	{"notification_url", func(c Config) string { return c.NotificationURL }, []string{schemeSquare}},
+	{"webhook_id", func(c Config) string { return c.WebhookID }, []string{schemePayPal}},
+	{"cert_file", func(c Config) string { return c.CertFile }, []string{schemePayPal}},
+	{"ca_file", func(c Config) string { return c.CAFile }, []string{schemePayPal}},
+}
+
+// misplacedSetting returns the config key of the first scheme-specific
+// setting that is set but does not apply to c.Scheme, with the schemes it
+// applies to, or "".
+func misplacedSetting(c Config) (string, []string) {
+	for _, s := range settingSchemes {
+		if s.value(c) != "" && !slices.Contains(s.schemes, c.Scheme) {
+			return s.key, s.schemes
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // ValidID reports whether id is 1–255 printable ASCII characters without

@@ -190,14 +190,14 @@ func TestNew(t *testing.T) {
 		{name: "hmac minimal", config: Config{Scheme: "hmac", Secrets: secrets, Header: "X-Sig", Encoding: "hex", IDFrom: "header:X-Id"}},
 		{name: "hmac full", config: Config{Scheme: "hmac", Secrets: secrets, Header: "X-Sig", Prefix: "sha256=", Encoding: "base64", IDFrom: "json:data.id", TypeFrom: "header:X-Type", TimestampHeader: "X-Ts", Tolerance: time.Minute}},
 
-		{name: "unknown scheme", config: Config{Scheme: "paypal", Secrets: secrets}, wantErr: `unknown scheme "paypal"`},
+		{name: "unknown scheme", config: Config{Scheme: "paypall", Secrets: secrets}, wantErr: `unknown scheme "paypall"`},
 		{name: "empty scheme", config: Config{Secrets: secrets}, wantErr: "scheme is required"},
 		{name: "no secrets", config: Config{Scheme: "stripe"}, wantErr: "no secrets"},
 		{name: "empty secret", config: Config{Scheme: "github", Secrets: [][]byte{[]byte("a"), nil}}, wantErr: "secret 2 of 2 is empty"},
 		{name: "negative tolerance", config: Config{Scheme: "stripe", Secrets: secrets, Tolerance: -time.Second}, wantErr: "negative"},
 		{name: "standard-webhooks secret not base64", config: Config{Scheme: "standard-webhooks", Secrets: [][]byte{[]byte("whsec_not*base64!")}}, wantErr: "secret 1 of 1 is not whsec_ followed by base64"},
 		{name: "standard-webhooks secret empty key", config: Config{Scheme: "standard-webhooks", Secrets: [][]byte{[]byte("whsec_")}}, wantErr: "is not whsec_ followed by base64"},
-		{name: "hmac setting on stripe", config: Config{Scheme: "stripe", Secrets: secrets, Header: "X-Sig"}, wantErr: `header applies only to scheme hmac, not "stripe"`},
+		{name: "hmac setting on stripe", config: Config{Scheme: "stripe", Secrets: secrets, Header: "X-Sig"}, wantErr: `header applies only to scheme hmac, ed25519, ecdsa, not "stripe"`},
 		{name: "hmac setting on github", config: Config{Scheme: "github", Secrets: secrets, TimestampHeader: "X-Ts"}, wantErr: "timestamp_header applies only to scheme hmac"},
 		{name: "hmac without header", config: Config{Scheme: "hmac", Secrets: secrets, Encoding: "hex", IDFrom: "header:X-Id"}, wantErr: "header is required"},
 		{name: "hmac bad encoding", config: Config{Scheme: "hmac", Secrets: secrets, Header: "X-Sig", Encoding: "base32", IDFrom: "header:X-Id"}, wantErr: `encoding "base32" must be hex or base64`},
@@ -308,31 +308,65 @@ func TestSplitBounded(t *testing.T) {
 	}
 }
 
-// TestConcurrentVerify runs one verifier of each scheme from many goroutines;
-// with -race it proves Verify shares no mutable state.
+// TestConcurrentVerify runs one verifier of each scheme from many goroutines
+// at once, each checking what it verified; with -race it proves Verify
+// shares no mutable state.
 func TestConcurrentVerify(t *testing.T) {
 	t.Parallel()
 
-	const secret = "It's a Secret to Everybody"
-	v, err := New(Config{Scheme: "github", Secrets: [][]byte{[]byte("old"), []byte(secret)}})
-	require.NoError(t, err)
-	body := readTestdata(t, "github_push.json")
-	h := headers(
-		githubSignatureHeader, "sha256="+macHex(secret, string(body)),
-		githubDeliveryHeader, "72d3162e-cc78-11e3-81ab-4c9367dc0958", githubEventHeader, "push",
-	)
+	now := testNow()
+	type sample struct {
+		v      Verifier
+		body   []byte
+		header http.Header
+		id     string
+	}
+	verifier := func(c Config) Verifier {
+		v, err := New(c)
+		require.NoError(t, err, c.Scheme)
+		return v
+	}
+	stripeBody := readTestdata(t, "stripe_checkout_session_completed.json")
+	githubBody := readTestdata(t, "github_push.json")
+	shopifyBody := readTestdata(t, "shopify_orders_create.json")
+	swBody := readTestdata(t, "standardwebhooks_invoice_paid.json")
+	hmacBody := []byte(`{"event":{"name":"shipment.created"}}`)
+	samples := map[string]sample{
+		schemeStripe: {verifier(Config{Scheme: schemeStripe, Secrets: [][]byte{[]byte(stripeSecret)}}),
+			stripeBody, stripeRequest(stripeBody, stripeSecret, now.Add(-time.Second)), "evt_1PdU2vLkdIwHu7ixQ3aV9nRm"},
+		schemeGitHub: {verifier(Config{Scheme: schemeGitHub, Secrets: [][]byte{[]byte("old"), []byte(githubSecret)}}),
+			githubBody, githubRequest(githubBody, githubSecret), githubDelivery},
+		schemeShopify: {verifier(Config{Scheme: schemeShopify, Secrets: [][]byte{[]byte(shopifySecret)}}),
+			shopifyBody, shopifyRequest(shopifyBody, shopifySecret), shopifyEventID},
+		schemeStandardWebhooks: {verifier(Config{Scheme: schemeStandardWebhooks, Secrets: [][]byte{[]byte(swSecret)}}),
+			swBody, swRequest(t, swSecret, swMsgID, now.Add(-time.Second), swBody), swMsgID},
+		schemeHMAC: {verifier(Config{Scheme: schemeHMAC, Secrets: [][]byte{[]byte(acmeSecret)}, Header: "X-Acme-Signature",
+			Prefix: "sha256=", Encoding: "hex", IDFrom: "header:X-Acme-Delivery", TypeFrom: "json:event.name"}),
+			hmacBody, headers("X-Acme-Signature", "sha256="+macHex(acmeSecret, string(hmacBody)), "X-Acme-Delivery", "dlv_1"), "dlv_1"},
+	}
 
+	type outcome struct {
+		scheme, id string
+		err        error
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			_, err := v.Verify(body, h, testNow())
-			errs <- err
-		})
+	const runs = 8
+	outcomes := make(chan outcome, runs*len(samples))
+	for range runs {
+		for scheme, s := range samples {
+			wg.Go(func() {
+				ev, err := s.v.Verify(s.body, s.header, now)
+				outcomes <- outcome{scheme, ev.ID, err}
+			})
+		}
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
+	close(outcomes)
+	seen := map[string]int{}
+	for o := range outcomes {
+		require.NoError(t, o.err, o.scheme)
+		require.Equal(t, samples[o.scheme].id, o.id, o.scheme)
+		seen[o.scheme]++
 	}
+	require.Len(t, seen, 5, "one verifier of each scheme")
 }

@@ -2,45 +2,16 @@ package claim_test
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
-// groupBundle is a group over a database of the test's own, recording the
-// size of each batch it runs.
-type groupBundle struct {
-	*bundle
-	group *claim.Group
-	mu    sync.Mutex
-	sizes []int
-}
-
-func setupGroup(t *testing.T) *groupBundle {
-	t.Helper()
-	g := &groupBundle{bundle: setupDB(t)}
-	// One transaction at a time, so that holding one makes the others queue.
-	g.group = claim.NewGroup(g.store, claim.GroupOptions{Timeout: 5 * time.Second, Concurrency: 1, Observe: func(n int) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.sizes = append(g.sizes, n)
-	}})
-	return g
-}
-
-func (g *groupBundle) batchSizes() []int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]int(nil), g.sizes...)
-}
-
-// request is one Claim call made through the group.
+// request is one event of a ClaimMany call.
 type request struct {
 	ev     claim.Event
 	routes []string
@@ -49,58 +20,44 @@ type request struct {
 	err    error
 }
 
-// hold makes the group's next batch wait: a transaction of the test's own
-// inserts the claim of id without committing, and a claim of id through the
-// group then waits on its key. It returns the held request and a release
-// that rolls the test's transaction back, letting the held batch finish.
-func (g *groupBundle) hold(t *testing.T, pool *pgxpool.Pool, id string) (held *request, done *sync.WaitGroup, release func()) {
+// claimMany claims reqs in one ClaimMany, then resolves each result alone
+// as ingest's group does (Resolve), and requires the batch to succeed.
+func (b *bundle) claimMany(t *testing.T, reqs []*request) {
 	t.Helper()
-	ctx := t.Context()
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload)
-VALUES ('stripe', $1, 'invoice.paid', 'processing', '{}')`, id)
-	require.NoError(t, err)
-	// A test failing before it releases must not leave the pool waiting for it.
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	held = &request{ev: event(id), routes: []string{"ship"}}
-	done = &sync.WaitGroup{}
-	done.Go(func() { held.res, held.err = g.group.Claim(context.Background(), held.ev, held.routes, false) })
-	require.Eventually(t, func() bool {
-		var waiting bool
-		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting))
-		return waiting
-	}, 10*time.Second, 5*time.Millisecond, "the held batch waits on the test's uncommitted claim")
-	return held, done, func() { _ = tx.Rollback(context.Background()) }
+	require.NoError(t, b.tryClaimMany(reqs))
 }
 
-// queue makes the requests through the group at once, and waits until all
-// of them wait for the batch in flight.
-func (g *groupBundle) queue(t *testing.T, done *sync.WaitGroup, reqs []*request) {
-	t.Helper()
-	for _, r := range reqs {
-		done.Go(func() { r.res, r.err = g.group.Claim(context.Background(), r.ev, r.routes, r.reopen) })
+// tryClaimMany is claimMany, returning the batch's error.
+func (b *bundle) tryClaimMany(reqs []*request) error {
+	in := make([]claim.Request, len(reqs))
+	for i, r := range reqs {
+		in[i] = claim.Request{Event: r.ev, Routes: r.routes}
 	}
-	require.Eventually(t, func() bool { return g.group.Waiting() == len(reqs) }, 10*time.Second, time.Millisecond)
+	res, err := b.store.ClaimMany(context.Background(), in)
+	if err != nil {
+		return err
+	}
+	for i, r := range reqs {
+		r.res, r.err = b.store.Resolve(context.Background(), in[i], r.reopen, res[i])
+	}
+	return nil
 }
 
-func count(t *testing.T, pool *pgxpool.Pool, sql string, arguments ...any) int {
+func count(t *testing.T, db claim.DB, sql string, arguments ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, pool.QueryRow(t.Context(), sql, arguments...).Scan(&n))
+	require.NoError(t, db.QueryRow(t.Context(), sql, arguments...).Scan(&n))
 	return n
 }
 
-// TestGroupDuplicatesInOneBatch: copies of one key in the same batch
+// TestClaimManyDuplicatesInOneBatch: copies of one key in the same batch
 // resolve to one claim (with its deliveries and jobs) and duplicates; all
 // the batch's events commit together.
-func TestGroupDuplicatesInOneBatch(t *testing.T) {
+func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
-	g.claimed(t, "evt_old", "ship")
+	b := setup(t)
+	b.claimed(t, "evt_old", "ship")
 
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
 	reqs := []*request{
 		{ev: event("evt_a"), routes: []string{"ship", "mail"}},
 		{ev: event("evt_a"), routes: []string{"ship", "mail"}},
@@ -110,13 +67,8 @@ func TestGroupDuplicatesInOneBatch(t *testing.T) {
 		{ev: event("evt_none")},
 		{ev: event("evt_old"), routes: []string{"ship"}},
 	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
+	b.claimMany(t, reqs)
 
-	require.NoError(t, held.err)
-	require.Equal(t, claim.Claimed, held.res.Decision, "the held claim wins once the test's insert rolls back")
-	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the queued requests shared one batch")
 	outcomes := map[string][]claim.Decision{}
 	for _, r := range reqs {
 		require.NoError(t, r.err)
@@ -139,8 +91,8 @@ func TestGroupDuplicatesInOneBatch(t *testing.T) {
 		}
 	}
 
-	for id, routes := range map[string][]string{"evt_a": {"mail", "ship"}, "evt_b": {"ledger"}, "evt_none": nil, "evt_hold": {"ship"}} {
-		c, ds := g.get(t, id)
+	for id, routes := range map[string][]string{"evt_a": {"mail", "ship"}, "evt_b": {"ledger"}, "evt_none": nil} {
+		c, ds := b.get(t, id)
 		require.Len(t, ds, len(routes), id)
 		want := claim.Processing
 		if len(routes) == 0 {
@@ -151,72 +103,35 @@ func TestGroupDuplicatesInOneBatch(t *testing.T) {
 			require.Contains(t, ds, r)
 		}
 	}
-	require.Equal(t, 2+1+1, count(t, g.db.Pool, `SELECT count(*) FROM river_job WHERE args->>'event_id' <> 'evt_old'`),
+	require.Equal(t, 2+1, count(t, b.conn, `SELECT count(*) FROM river_job WHERE args->>'event_id' <> 'evt_old'`),
 		"one job per delivery of each claim won")
 	for _, j := range []claim.DeliveryArgs{{EventID: "evt_a", Route: "ship"}, {EventID: "evt_a", Route: "mail"}, {EventID: "evt_b", Route: "ledger"}} {
-		require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM river_job
+		require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM river_job
 WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attempts = $4 AND queue = $5`,
 			claim.DeliveryKind, j.EventID, j.Route, maxAttempts(j.Route), claim.Queue(j.Route)),
 			"a job with its route's max_attempts, on its route's queue: %v", j)
 	}
 }
 
-// TestGroupOneBadRequest: an event the database refuses fails only its own
-// request; the others of its batch are claimed and committed.
-func TestGroupOneBadRequest(t *testing.T) {
+// TestClaimManyReopensAlone: a redelivery of a failed event, batched with
+// others, is left to Resolve, which reopens it alone.
+func TestClaimManyReopensAlone(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
-	bad := event("evt_bad\x00") // text cannot hold NUL: Postgres refuses the statement
-	reqs := []*request{
-		{ev: event("evt_1"), routes: []string{"ship"}},
-		{ev: event("evt_2"), routes: []string{"ship"}},
-		{ev: bad, routes: []string{"ship"}},
-		{ev: event("evt_3"), routes: []string{"ship"}},
-		{ev: event("evt_4"), routes: []string{"ship"}},
-	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
-	require.NoError(t, held.err)
+	b := setup(t)
+	b.claimed(t, "evt_failed", "ship")
+	b.record(t, key("evt_failed", "ship"), reject)
 
-	for _, r := range reqs {
-		if r.ev.ID == bad.ID {
-			require.Error(t, r.err)
-			continue
-		}
-		require.NoError(t, r.err, r.ev.ID)
-		require.Equal(t, claim.Claimed, r.res.Decision, r.ev.ID)
-		_, ds := g.get(t, r.ev.ID)
-		require.Len(t, ds, 1)
-	}
-	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims`))
-	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM river_job`))
-}
-
-// TestGroupReopensAlone: a redelivery of a failed event, batched with
-// others, is reopened through the single-event path, as Store.Claim would.
-func TestGroupReopensAlone(t *testing.T) {
-	t.Parallel()
-	g := setupGroup(t)
-	g.claimed(t, "evt_failed", "ship")
-	g.record(t, key("evt_failed", "ship"), reject)
-
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
 	reqs := []*request{
 		{ev: event("evt_failed"), routes: []string{"ship"}, reopen: true},
 		{ev: event("evt_new"), routes: []string{"ship"}, reopen: true},
 	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
-	require.NoError(t, held.err)
+	b.claimMany(t, reqs)
 	require.NoError(t, reqs[0].err)
 	require.Equal(t, claim.Reopened, reqs[0].res.Decision)
 	require.Equal(t, 1, reqs[0].res.Deliveries)
 	require.NoError(t, reqs[1].err)
 	require.Equal(t, claim.Claimed, reqs[1].res.Decision)
-	c, _ := g.get(t, "evt_failed")
+	c, _ := b.get(t, "evt_failed")
 	require.Equal(t, claim.Processing, c.Status)
 }
 
@@ -234,18 +149,17 @@ func keyedGuarded(id, body string) claim.Event {
 	return ev
 }
 
-// TestGroupReplayGuardInOneBatch: guarded events share the batch. Copies of
+// TestClaimManyReplayGuardInOneBatch: guarded events share the batch. Copies of
 // one body under new ids resolve to one claim and replays, within the batch
 // and against a claim committed before it; copies of one key are
 // duplicates; an unguarded event with the same body claims its own key.
-func TestGroupReplayGuardInOneBatch(t *testing.T) {
+func TestClaimManyReplayGuardInOneBatch(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
-	res, err := g.store.Claim(t.Context(), guarded("evt_g_old", `{"old": 1}`), []string{"ship"}, true)
+	b := setup(t)
+	res, err := b.store.Claim(t.Context(), guarded("evt_g_old", `{"old": 1}`), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
 	const body = `{"same": "body"}`
 	encoded := guarded("evt_g_gzip", "\x1f\x8b compressed")
 	encoded.ContentEncoding = "gzip"
@@ -261,11 +175,7 @@ func TestGroupReplayGuardInOneBatch(t *testing.T) {
 		{ev: encoded, routes: []string{"ship"}},
 		{ev: unguarded, routes: []string{"ship"}},
 	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
-	require.NoError(t, held.err)
-	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the guarded events shared one batch")
+	b.claimMany(t, reqs)
 
 	outcomes := map[string][]claim.Decision{}
 	var sameBody []claim.Decision
@@ -289,37 +199,36 @@ func TestGroupReplayGuardInOneBatch(t *testing.T) {
 	require.Equal(t, []claim.Decision{claim.Claimed}, outcomes["evt_g_gzip"])
 	require.Equal(t, []claim.Decision{claim.Claimed}, outcomes["evt_open"], "an unguarded body takes no part")
 
-	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+	require.Equal(t, 0, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id IN ('evt_g_2', 'evt_g_3', 'evt_g_new')`), "a replay writes no claim")
-	require.Equal(t, 3, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+	require.Equal(t, 3, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id IN ('evt_g_1', 'evt_g_old', 'evt_g_gzip') AND body_hash = sha256(payload)`), "guarded claims hold their body's hash")
-	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+	require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id = 'evt_open' AND body_hash IS NULL`))
-	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys`), "a replay takes no business key")
-	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+	require.Equal(t, 0, count(t, b.conn, `SELECT count(*) FROM webhook_business_keys`), "a replay takes no business key")
+	require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id = 'evt_g_gzip' AND content_encoding = 'gzip'`), "the Content-Encoding is stored, to be forwarded")
-	require.Equal(t, 0, count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
+	require.Equal(t, 0, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id <> 'evt_g_gzip' AND content_encoding <> ''`))
-	require.Equal(t, 5, count(t, g.db.Pool, `SELECT count(*) FROM river_job`),
-		"one job per claim won: evt_g_old, evt_hold, evt_g_1, evt_g_gzip, evt_open")
+	require.Equal(t, 4, count(t, b.conn, `SELECT count(*) FROM river_job`),
+		"one job per claim won: evt_g_old, evt_g_1, evt_g_gzip, evt_open")
 }
 
-// TestGroupBusinessKeysInOneBatch: events with business keys share the
+// TestClaimManyBusinessKeysInOneBatch: events with business keys share the
 // batch. A key two events of the batch carry has one holder, and the
 // other's delivery is skipped naming it; a key held by a claim committed
 // before the batch is skipped naming that one; a missing key fails its
 // delivery; a claim left with nothing to run is settled.
-func TestGroupBusinessKeysInOneBatch(t *testing.T) {
+func TestClaimManyBusinessKeysInOneBatch(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
-	res, err := g.store.Claim(t.Context(), keyed("evt_bk_old", "ship", orderKey), []string{"ship"}, true)
+	b := setup(t)
+	res, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", orderKey), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 
 	const shared = `["invoice.paid","in_2"]`
 	missing := event("evt_bk_missing")
 	missing.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
 	reqs := []*request{
 		{ev: keyed("evt_bk_b", "ship", shared), routes: []string{"ship"}},
 		{ev: keyed("evt_bk_a", "ship", shared, "mail", shared), routes: []string{"ship", "mail"}},
@@ -327,24 +236,20 @@ func TestGroupBusinessKeysInOneBatch(t *testing.T) {
 		{ev: missing, routes: []string{"ship", "mail"}},
 		{ev: event("evt_plain"), routes: []string{"ship"}},
 	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
-	require.NoError(t, held.err)
-	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the keyed events shared one batch")
+	b.claimMany(t, reqs)
 	for _, r := range reqs {
 		require.NoError(t, r.err, r.ev.ID)
 	}
 
 	// One of evt_bk_a and evt_bk_b holds the shared ship key; the other is skipped.
 	var holder string
-	require.NoError(t, g.db.Pool.QueryRow(t.Context(), `SELECT event_id FROM webhook_business_keys
+	require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT event_id FROM webhook_business_keys
 WHERE route = 'ship' AND business_key = $1`, shared).Scan(&holder))
-	require.Equal(t, 1, count(t, g.db.Pool, `SELECT count(*) FROM webhook_business_keys
+	require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM webhook_business_keys
 WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), "the mail key is evt_bk_a's alone")
 	var jobs []claim.DeliveryArgs
 	for _, r := range reqs[:2] {
-		c, ds := g.get(t, r.ev.ID)
+		c, ds := b.get(t, r.ev.ID)
 		if r.ev.ID == holder {
 			require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status)
 			require.Nil(t, r.res.Skipped)
@@ -366,12 +271,12 @@ WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), 
 	jobs = append(jobs, args("evt_bk_a", "mail")...)
 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, reqs[2].res)
-	_, ds := g.get(t, "evt_bk_c")
+	_, ds := b.get(t, "evt_bk_c")
 	require.Equal(t, "business key is held by stripe/evt_bk_old", ds["ship"].LastError, "the committed holder is named")
 	jobs = append(jobs, args("evt_bk_c", "mail")...)
 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, reqs[3].res)
-	c, ds := g.get(t, "evt_bk_missing")
+	c, ds := b.get(t, "evt_bk_missing")
 	require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 	require.True(t, ds["ship"].BusinessKeyMissing)
 	require.Equal(t, "business key: json:data.object.id is missing", c.LastError)
@@ -380,19 +285,18 @@ WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, reqs[4].res)
 	jobs = append(jobs, args("evt_plain", "ship")...)
 	jobs = append(jobs, args("evt_bk_old", "ship")...)
-	jobs = append(jobs, args("evt_hold", "ship")...)
-	g.requireJobs(t, jobs...)
+	b.requireJobs(t, jobs...)
 }
 
-// TestGroupLateHolders: a batch that waits on keys another transaction
+// TestClaimManyLateHolders: a batch that waits on keys another transaction
 // holds, and then commits, reads what its statement's snapshot could not:
 // the body's hash is held (a replay), a business key's holder is named.
-func TestGroupLateHolders(t *testing.T) {
+func TestClaimManyLateHolders(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
+	b := setupDB(t)
 	ctx := t.Context()
 	const body = `{"late": "body"}`
-	tx, err := g.db.Pool.Begin(ctx)
+	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
 	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, body_hash)
@@ -402,65 +306,63 @@ VALUES ('stripe', 'evt_holder', 'invoice.paid', 'processing', $1, sha256($1))`, 
 VALUES ('ship', sha256(convert_to($1, 'UTF8')), $1, 'stripe', 'evt_holder')`, orderKey)
 	require.NoError(t, err)
 
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
 	reqs := []*request{
 		{ev: keyed("evt_late_keyed", "ship", orderKey), routes: []string{"ship"}},
 		{ev: guarded("evt_late_replay", body), routes: []string{"ship"}},
 	}
-	g.queue(t, done, reqs)
-	release()
+	var done sync.WaitGroup
+	var batchErr error
+	done.Go(func() { batchErr = b.tryClaimMany(reqs) })
 	require.Eventually(t, func() bool {
-		return g.group.Waiting() == 0 && count(t, g.db.Pool, `SELECT count(*) FROM webhook_event_claims
-WHERE event_id = 'evt_hold'`) == 1 && count(t, g.db.Pool, `SELECT count(*) FROM pg_stat_activity
+		return count(t, b.conn, `SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
 	}, 10*time.Second, 5*time.Millisecond, "the batch waits on the uncommitted holder")
 	require.NoError(t, tx.Commit(ctx))
 	done.Wait()
-	require.NoError(t, held.err)
-	require.Equal(t, []int{1, len(reqs)}, g.batchSizes())
+	require.NoError(t, batchErr)
 
 	require.NoError(t, reqs[0].err)
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, reqs[0].res)
-	c, ds := g.get(t, "evt_late_keyed")
+	c, ds := b.get(t, "evt_late_keyed")
 	require.Equal(t, "business key is held by stripe/evt_holder", ds["ship"].LastError, "the late holder is named")
 	require.Equal(t, "business key is held by stripe/evt_holder", c.LastError)
 	require.NoError(t, reqs[1].err)
 	require.Equal(t, claim.Result{Decision: claim.Replay}, reqs[1].res)
 }
 
-// TestGroupCoversEveryEventField: every field of Event is written by the
-// batched statement as by Store.Claim's. A field added to Event must be
-// taught to both (claimManySQL and claimSQL) before it is listed here.
-func TestGroupCoversEveryEventField(t *testing.T) {
-	t.Parallel()
-	var fields []string
-	for f := range reflect.TypeFor[claim.Event]().Fields() {
-		fields = append(fields, f.Name)
-	}
-	require.ElementsMatch(t, []string{"Provider", "ID", "Type", "ObjectID", "ContentType", "ContentEncoding",
-		"Payload", "GuardBody", "BusinessKeys", "JobMetadata"}, fields)
-}
-
-// TestGroupJobMetadata: events claimed in one shared batch each enqueue
+// TestClaimManyJobMetadata: events claimed in one shared batch each enqueue
 // their jobs with their own metadata (the accepting request's trace
 // context), as they would claiming alone.
-func TestGroupJobMetadata(t *testing.T) {
+func TestClaimManyJobMetadata(t *testing.T) {
 	t.Parallel()
-	g := setupGroup(t)
-	held, done, release := g.hold(t, g.db.Pool, "evt_hold")
+	b := setup(t)
 	reqs := []*request{{ev: event("evt_m1"), routes: []string{"ship", "mail"}}, {ev: event("evt_m2"), routes: []string{"ship"}}}
 	for _, r := range reqs {
 		r.ev.JobMetadata = []byte(`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-` + map[string]string{"evt_m1": "00f067aa0ba902b7", "evt_m2": "00f067aa0ba902b8"}[r.ev.ID] + `-01"}`)
 	}
-	g.queue(t, done, reqs)
-	release()
-	done.Wait()
-	require.NoError(t, held.err)
-	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the two events shared one batch")
+	b.claimMany(t, reqs)
 	for _, r := range reqs {
 		require.NoError(t, r.err)
 		require.Equal(t, claim.Claimed, r.res.Decision)
-		require.Equal(t, len(r.routes), count(t, g.db.Pool, `SELECT count(*) FROM river_job
+		require.Equal(t, len(r.routes), count(t, b.conn, `SELECT count(*) FROM river_job
 WHERE args->>'event_id' = $1 AND metadata @> $2::jsonb`, r.ev.ID, string(r.ev.JobMetadata)), r.ev.ID)
 	}
+}
+
+// TestClaimUnstorable: an event holding text the tables cannot store fails
+// with ErrUnstorable before any statement, alone (Claim) or in a batch
+// (ClaimMany), naming the field and never quoting it.
+func TestClaimUnstorable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poison := event("evt_poison")
+	poison.ContentType = "\xff" // not UTF-8 (SQLSTATE 22021)
+	_, err := b.store.Claim(t.Context(), poison, []string{"ship"}, false)
+	require.ErrorIs(t, err, claim.ErrUnstorable)
+	require.ErrorContains(t, err, "the Content-Type is not UTF-8 text", "the field is named, not quoted")
+	require.NotContains(t, err.Error(), "\xff")
+
+	_, err = b.store.ClaimMany(t.Context(), []claim.Request{{Event: event("evt_fine"), Routes: []string{"ship"}}, {Event: poison}})
+	require.ErrorIs(t, err, claim.ErrUnstorable)
+	require.Zero(t, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims`), "nothing is claimed")
 }

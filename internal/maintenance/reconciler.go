@@ -1,4 +1,4 @@
-package deliver
+package maintenance
 
 import (
 	"context"
@@ -28,12 +28,10 @@ func (ReconcileArgs) Kind() string { return ReconcileKind }
 
 // Reconciler is the worker of ReconcileArgs.
 type Reconciler struct {
-	river.WorkerDefaults[ReconcileArgs]
+	schedule[ReconcileArgs]
 
 	db          claim.DB
 	maxAttempts func(route string) int
-	interval    time.Duration
-	timeout     time.Duration
 	logger      *slog.Logger
 }
 
@@ -43,22 +41,9 @@ type Reconciler struct {
 // gives the max_attempts of requeued jobs; timeout bounds one run and must
 // not exceed worker.rescue_after.
 func NewReconciler(db claim.DB, maxAttempts func(route string) int, interval, timeout time.Duration, logger *slog.Logger) *Reconciler {
-	return &Reconciler{db: db, maxAttempts: maxAttempts, interval: interval, timeout: timeout, logger: logger}
+	return &Reconciler{schedule: schedule[ReconcileArgs]{kind: ReconcileKind, interval: interval, timeout: timeout},
+		db: db, maxAttempts: maxAttempts, logger: logger}
 }
-
-// PeriodicJob schedules the reconciler every interval, and once at start.
-// Only River's elected leader enqueues it, so replicas do not multiply it.
-func (r *Reconciler) PeriodicJob() *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(r.interval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			// One attempt: the next period is the retry.
-			return ReconcileArgs{}, &river.InsertOpts{MaxAttempts: 1}
-		},
-		&river.PeriodicJobOpts{ID: ReconcileKind, RunOnStart: true})
-}
-
-// Timeout implements river.Worker.
-func (r *Reconciler) Timeout(*river.Job[ReconcileArgs]) time.Duration { return r.timeout }
 
 // Work implements river.Worker. Requeued jobs are inserted with the running
 // River client, found in ctx.

@@ -1,0 +1,70 @@
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/route"
+)
+
+// event is what route programs see of d as $event.
+func event(d claim.Delivery) route.Event {
+	return route.Event{Provider: d.Provider, ID: d.EventID, Type: d.EventType}
+}
+
+// request builds what the contract says the worker sends downstream, as
+// attempt number attempt: the route's shaped body (or the payload as it
+// came), its static and secret headers, then hookgate's own.
+func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) (*http.Request, error) {
+	body, contentType, err := r.Body(ctx, event(d), d.Payload, d.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
+	}
+	// Without GetBody the transport cannot rewind the body, so it never
+	// sends the request again by itself: it would, on a reused connection
+	// that closed before answering, for any request with an
+	// Idempotency-Key. One attempt is at most one request.
+	req.GetBody = nil
+	key := d.Key().IdempotencyKey()
+	h := req.Header
+	for name, values := range r.Header() {
+		h[name] = slices.Clone(values)
+	}
+	if contentType != "" {
+		h.Set("Content-Type", headerValue(contentType))
+	}
+	if d.ContentEncoding != "" && !r.Shaped() {
+		// The stored bytes are encoded so; they are forwarded as received.
+		// A shaped body is JSON of hookgate's own, never encoded.
+		h.Set("Content-Encoding", headerValue(d.ContentEncoding))
+	}
+	h.Set("User-Agent", "hookgate")
+	h.Set(r.IdempotencyHeader, key)
+	h.Set("Hookgate-Provider", d.Provider)
+	h.Set("Hookgate-Event-Id", d.EventID)
+	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
+	h.Set("Hookgate-Route", d.Route)
+	h.Set("Hookgate-Attempt", strconv.Itoa(attempt))
+	if wh := w.signers[r.Name]; wh != nil {
+		ts := w.now()
+		sig, err := wh.Sign(key, ts, body)
+		if err != nil {
+			return nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
+		}
+		h.Set(standardwebhooks.HeaderWebhookID, key)
+		h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+		h.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	}
+	return req, nil
+}

@@ -1,0 +1,93 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/batch"
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// groupMax caps how many claims share one transaction. Each carries its
+// payload (up to ingest.max_body_bytes), which the statement copies once
+// more while it is sent.
+const groupMax = 64
+
+// GroupOptions configure a Group.
+type GroupOptions struct {
+	// Timeout bounds each claim transaction, retries of a refused batch
+	// included: ingest.claim_timeout. Zero means batch.DefaultTimeout.
+	Timeout time.Duration
+	// Concurrency is how many claim transactions run at once: while one
+	// waits for its commit to reach the disk, the next executes. Their
+	// claims go in key order, so two batches sharing keys wait for each
+	// other rather than deadlock. Zero means 4.
+	Concurrency int
+	// Observe, if set, is told each batch's size.
+	Observe func(n int)
+}
+
+// Group claims events with group commit: requests that arrive while a
+// claim transaction runs share the next one (see batch.Combiner), so that
+// sixty-four concurrent requests cost one commit rather than sixty-four. A
+// lone request runs at once; nothing waits on a timer.
+//
+// The promises of claim.Store.Claim hold for each event: its result is returned
+// only after the commit that holds its claim, deliveries and jobs; copies
+// of one key in one batch resolve to one claim and duplicates. A batch that
+// the database refuses is split until the event at fault is alone, so that
+// only its request fails; a batch that loses its connection or times out
+// fails all its requests at once. An event holding text the tables cannot
+// store (claim.ErrUnstorable) is failed before the statement, at no cost to
+// the others.
+//
+// A batch is one claim.Store.ClaimMany. What it leaves to a single event
+// runs alone through claim.Store.Resolve: a duplicate that may reopen a
+// failed claim, and a duplicate whose claim retention deleted while the
+// batch read it (claimed anew).
+type Group struct {
+	store *claim.Store
+	batch batch.Combiner[claim.Request, claim.Result]
+}
+
+// NewGroup returns a group over s.
+func NewGroup(s *claim.Store, o GroupOptions) *Group {
+	g := &Group{store: s}
+	g.batch = batch.Combiner[claim.Request, claim.Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, 4),
+		Timeout: o.Timeout, Run: g.run, Isolate: batch.Refused, Observe: o.Observe}
+	return g
+}
+
+// run claims a batch (claim.Store.ClaimMany). An event the tables cannot
+// hold is failed before any statement: the others run again at once as a
+// batch, so it costs them no round trip, where a statement the database
+// refused would be split and rerun.
+func (g *Group) run(ctx context.Context, reqs []claim.Request) ([]claim.Result, error) {
+	faults := batch.Faults{}
+	for i, r := range reqs {
+		if err := claim.Storable(r.Event, r.Routes); err != nil {
+			faults[i] = err
+		}
+	}
+	if len(faults) > 0 {
+		return nil, faults
+	}
+	return g.store.ClaimMany(ctx, reqs)
+}
+
+// Claim is claim.Store.Claim with group commit. It returns as soon as ctx
+// ends, with an error; the claim may still commit with its batch, which a
+// retry then finds as a duplicate.
+func (g *Group) Claim(ctx context.Context, ev claim.Event, routes []string, reopen bool) (claim.Result, error) {
+	req := claim.Request{Event: ev, Routes: routes}
+	res, err := g.batch.Do(ctx, req)
+	if err != nil {
+		return claim.Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
+	return g.store.Resolve(ctx, req, reopen, res)
+}
+
+// Waiting returns how many events wait for a claim transaction to take them.
+func (g *Group) Waiting() int { return g.batch.Waiting() }

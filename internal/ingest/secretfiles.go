@@ -1,0 +1,172 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/verify"
+)
+
+// secretFileCheck is how often, at most, a provider's secret files are read
+// again to see whether they changed. Kubernetes updates a mounted secret
+// within about a minute of the Secret's change; a second is far below that
+// and costs one small read per provider per second under load.
+const secretFileCheck = time.Second
+
+// maxSecretFile bounds a secret or public-key file: a PEM key is well
+// under a kilobyte.
+const maxSecretFile = 64 << 10
+
+// fileVerifier is the verifier of a provider with secrets_file or
+// public_keys_file: the files are read at start and again, at most every
+// secretFileCheck, on the request path; when their contents change, the
+// verifier is rebuilt from them (and the provider's env secrets), so a
+// rotated secret is accepted and the old one refused without a restart.
+// A file that cannot be read, is empty or holds a bad key leaves the last
+// good verifier in place and is logged.
+type fileVerifier struct {
+	provider string
+	build    func(secrets [][]byte) (verify.Verifier, error)
+	fixed    [][]byte
+	files    []secretFile
+	logger   *slog.Logger
+
+	current atomic.Pointer[verify.Verifier]
+
+	mu       sync.Mutex // held while looking at the files
+	checked  time.Time
+	contents [][]byte
+	lastErr  string
+}
+
+// secretFile is one file with the config key that names it, for messages.
+type secretFile struct {
+	path, key string
+	scheme    string // for public keys: the scheme that must parse it
+}
+
+// providerFiles lists the secret files of p.
+func providerFiles(i int, p config.Provider) []secretFile {
+	var out []secretFile
+	for j, path := range p.SecretsFile {
+		out = append(out, secretFile{path: path, key: fmt.Sprintf("providers[%d].secrets_file[%d]", i, j)})
+	}
+	for j, path := range p.PublicKeysFile {
+		out = append(out, secretFile{path: path, key: fmt.Sprintf("providers[%d].public_keys_file[%d]", i, j), scheme: p.Scheme})
+	}
+	return out
+}
+
+// newFileVerifier reads the files once; any problem stops the start,
+// naming the key.
+func newFileVerifier(provider string, files []secretFile, fixed [][]byte, build func([][]byte) (verify.Verifier, error), logger *slog.Logger) (*fileVerifier, error) {
+	f := &fileVerifier{provider: provider, build: build, fixed: fixed, files: files, logger: logger}
+	contents, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	v, err := build(append(append([][]byte(nil), fixed...), contents...))
+	if err != nil {
+		return nil, err
+	}
+	f.contents, f.checked = contents, time.Now()
+	f.current.Store(&v)
+	return f, nil
+}
+
+// read returns every file's secret.
+func (f *fileVerifier) read() ([][]byte, error) {
+	out := make([][]byte, len(f.files))
+	for i, sf := range f.files {
+		b, err := readSecretFile(sf.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sf.key, err)
+		}
+		if err := verify.CheckPublicKey(sf.scheme, b); err != nil {
+			return nil, fmt.Errorf("%s: file %s %w", sf.key, sf.path, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// readSecretFile reads a secret without its one trailing newline (what an
+// editor or `echo` leaves), refusing an empty or oversized file. Its
+// errors name the path, never the contents.
+func readSecretFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxSecretFile+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("cannot read %s", path)
+	case len(b) > maxSecretFile:
+		return nil, fmt.Errorf("file %s is larger than %d bytes", path, maxSecretFile)
+	}
+	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("file %s is empty", path)
+	}
+	return b, nil
+}
+
+// Verify implements verify.Verifier with the current secrets.
+func (f *fileVerifier) Verify(body []byte, h http.Header, now time.Time) (verify.Event, error) {
+	f.refresh()
+	return (*f.current.Load()).Verify(body, h, now)
+}
+
+// refresh reads the files again when secretFileCheck has passed. Only one
+// request looks at a time; the others verify with what is current.
+func (f *fileVerifier) refresh() {
+	if !f.mu.TryLock() {
+		return
+	}
+	defer f.mu.Unlock()
+	now := time.Now()
+	if now.Sub(f.checked) < secretFileCheck {
+		return
+	}
+	f.checked = now
+	contents, err := f.read()
+	if err == nil && !equalSecrets(contents, f.contents) {
+		var v verify.Verifier
+		if v, err = f.build(append(append([][]byte(nil), f.fixed...), contents...)); err == nil {
+			f.contents = contents
+			f.current.Store(&v)
+			f.lastErr = ""
+			f.logger.Info("secret files changed: verifying with the new secrets", slog.String("provider", f.provider))
+			return
+		}
+	}
+	if err != nil && err.Error() != f.lastErr {
+		// Logged once per distinct problem, not once a second.
+		f.lastErr = err.Error()
+		f.logger.Warn("secret files not reloaded: verifying with the last good secrets",
+			slog.String("provider", f.provider), slog.String("error", err.Error()))
+	}
+}
+
+func equalSecrets(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
