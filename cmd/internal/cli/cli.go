@@ -139,7 +139,8 @@ type Server struct {
 	// Routes is the route table, every jq program compiled once.
 	Routes *route.Table
 	// Redactor knows every secret the binary read: Secrets, the ops
-	// password and DATABASE_URL's password. Logger already redacts them.
+	// password, the console's secrets and DATABASE_URL's password. Logger
+	// already redacts them.
 	Redactor *sanitize.Redactor
 	Logger   *slog.Logger
 	Pool     *pgxpool.Pool
@@ -166,16 +167,22 @@ func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	red := Redactor(secrets, env)
+	red := Redactor(cfg, secrets, env)
 	logger := slog.New(red.Handler(Logger(env).Handler()))
 	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger, Pool: pool}, nil
 }
 
 // Redactor returns a redactor of every secret value the binaries read:
-// those the config names, HOOKGATE_UI_PASSWORD, and the password in
-// DATABASE_URL.
-func Redactor(secrets config.Secrets, env Env) *sanitize.Redactor {
+// those the config names (the console's passwords and tokens included),
+// HOOKGATE_UI_PASSWORD, and the password in DATABASE_URL.
+func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Redactor {
 	values := append(secrets.Values(), env.Getenv("HOOKGATE_UI_PASSWORD"))
+	for _, u := range cfg.Console.Users {
+		values = append(values, env.Getenv(u.PasswordEnv))
+	}
+	for _, t := range cfg.Console.Tokens {
+		values = append(values, env.Getenv(t.TokenEnv))
+	}
 	if u, err := url.Parse(env.Getenv("DATABASE_URL")); err == nil && u.User != nil {
 		if pass, ok := u.User.Password(); ok {
 			values = append(values, pass)
