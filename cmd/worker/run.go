@@ -111,6 +111,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		Config:         cfg,
 		SigningSecrets: secrets.Route,
 		SecretHeaders:  secrets.Headers,
+		Routes:         boot.Routes,
+		Redactor:       boot.Redactor,
 		DB:             pool,
 		Logger:         logger,
 		Metrics:        deliver.NewMetrics(reg, routes),

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/itchyny/gojq"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -305,9 +304,6 @@ func (v *validator) request(key string, r Route) {
 			v.add(key+".secret_headers."+name, "%q is not an environment variable name", env)
 		}
 	}
-	v.jq(key+".filter", r.Filter)
-	v.jq(key+".body", r.Body)
-	v.jq(key+".result", r.Result)
 	if r.TLS.Set() {
 		if u, err := url.Parse(r.URL); err == nil && u.Scheme != "https" {
 			v.add(key+".tls", "applies only to https URLs")
@@ -317,35 +313,6 @@ func (v *validator) request(key string, r Route) {
 		v.add(key+".tls", "cert_file and key_file go together: give both or neither")
 	}
 }
-
-// JQVariables are the variables every route program may use.
-var JQVariables = []string{"$event"}
-
-// jq checks that src, if given, parses and compiles as a gojq program.
-func (v *validator) jq(key, src string) {
-	if src == "" {
-		return
-	}
-	if err := CheckJQ(src); err != nil {
-		v.add(key, "%v", err)
-	}
-}
-
-// CheckJQ parses and compiles src as a route program would be, so that an
-// error names the problem at load time.
-func CheckJQ(src string) error {
-	q, err := gojq.Parse(src)
-	if err != nil {
-		return fmt.Errorf("is not a valid jq program: %s", clean(err.Error()))
-	}
-	if _, err := gojq.Compile(q, gojq.WithVariables(JQVariables)); err != nil {
-		return fmt.Errorf("does not compile as jq: %s", clean(err.Error()))
-	}
-	return nil
-}
-
-// clean keeps an error on one line.
-func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (v *validator) provider(key string, p Provider) {
 	known := false

@@ -747,21 +747,6 @@ func TestValidate(t *testing.T) {
 			want:   []string{`routes[0].method: "GET" is not a supported method (one of POST, PUT, PATCH)`},
 		},
 		{
-			name:   "BodyIsNotJQ",
-			mutate: func(c *Config) { c.Routes[0].Body = "{order: .id" },
-			want:   []string{"routes[0].body: is not a valid jq program: unexpected EOF"},
-		},
-		{
-			name:   "FilterUsesAnUnknownVariable",
-			mutate: func(c *Config) { c.Routes[0].Filter = "$order.id" },
-			want:   []string{"routes[0].filter: does not compile as jq: variable not defined: $order"},
-		},
-		{
-			name:   "ResultCallsAnUnknownFunction",
-			mutate: func(c *Config) { c.Routes[1].Result = "shipment_id(.)" },
-			want:   []string{"routes[1].result: does not compile as jq: function not defined: shipment_id/1"},
-		},
-		{
 			name: "HeadersThatHookgateSets",
 			mutate: func(c *Config) {
 				c.Routes[0].Headers = map[string]string{"content-type": "text/plain", "Hookgate-Route": "x", "Bad Name": "x"}

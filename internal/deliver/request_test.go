@@ -189,7 +189,7 @@ func TestShapedRequest(t *testing.T) {
 	bd.Route = "broken"
 	o := w.call(context.Background(), broken, bd, 1)
 	require.Equal(t, rejected, o.verdict, "a program that fails fails for good: no attempt would do better")
-	require.Equal(t, "route program failed: body: ascii_downcase cannot be applied to: number (42)", o.reason)
+	require.Equal(t, "route program failed: routes[1].body: ascii_downcase cannot be applied to: number", o.reason)
 }
 
 func TestRouteClientTLSFiles(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// SecretHeaders holds the values of each route's secret_headers
 	// (config.Secrets.Headers).
 	SecretHeaders map[string]map[string]string
+	// Redactor removes secrets from what downstreams answer before it is
+	// stored or logged. Default: one of SigningSecrets and SecretHeaders.
+	Redactor *sanitize.Redactor
+	// Routes is Config's route table, compiled with SecretHeaders.
+	// Default: compiled here (route.New).
+	Routes *route.Table
 	// DB is where the worker reads deliveries and records attempts: the
 	// pool in production, a test's transaction under rivertest.
 	DB claim.DB
@@ -117,6 +124,7 @@ type Worker struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	tracer  tracer
+	redact  *sanitize.Redactor
 	now     func() time.Time
 
 	// hints carries a Retry-After from Work to NextRetry, by job ID. River
@@ -131,9 +139,12 @@ type Worker struct {
 // route cannot be compiled, its TLS files cannot be read, or its signing
 // secret is not a Standard Webhooks secret (never quoting the value).
 func NewWorker(o Options) (*Worker, error) {
-	routes, err := route.New(o.Config, o.SecretHeaders)
-	if err != nil {
-		return nil, err
+	routes := o.Routes
+	var err error
+	if routes == nil {
+		if routes, err = route.New(o.Config, o.SecretHeaders); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{
 		cfg:     o.Config,
@@ -145,6 +156,7 @@ func NewWorker(o Options) (*Worker, error) {
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
+		redact:  redactorOf(o),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 	}
@@ -320,6 +332,7 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	defer cancel()
 	ctx, span := w.tracer.startDownstream(ctx, r)
 	o := w.send(ctx, r, d, attempt, timeout)
+	w.redactResult(&o)
 	endDownstream(span, o)
 	return o
 }
@@ -346,7 +359,7 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
+	return classifyResponse(resp.StatusCode, resp.Header, w.redactHead(head), w.now(), r.RetryStatuses...)
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's

@@ -17,7 +17,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
 // Bounds on what programs yield.
@@ -114,32 +113,24 @@ type Unmatched struct {
 	Err error
 }
 
-// Match returns the names of the routes that take ev, in file order: those
+// Match returns the routes that take the event of in, in file order: those
 // of its provider whose type patterns match, and whose filter, if any,
-// yields true over payload. Routes whose filter said no are in unmatched.
-// payload is parsed once, and only when a filter needs it.
-func (t *Table) Match(ctx context.Context, ev Event, payload []byte) (matched []string, unmatched []Unmatched) {
-	var doc any
-	var docErr error
-	parsed := false
+// yields true over its body. Routes whose filter said no are in unmatched.
+// The body is parsed once, and only when a filter needs it and the
+// verifier did not already.
+func (t *Table) Match(ctx context.Context, in *Input) (matched []*Route, unmatched []Unmatched) {
+	ev := in.Event
 	for _, r := range t.routes {
 		if r.Provider != ev.Provider || !r.Matches(ev.Type) {
 			continue
 		}
 		if r.filter == nil {
-			matched = append(matched, r.Name)
+			matched = append(matched, r)
 			continue
 		}
-		if !parsed {
-			doc, docErr = decode(payload)
-			if docErr != nil {
-				docErr = fmt.Errorf("the event body %w", docErr)
-			}
-			parsed = true
-		}
-		ok, err := r.takes(ctx, ev, doc, docErr)
+		ok, err := r.takes(ctx, in)
 		if ok {
-			matched = append(matched, r.Name)
+			matched = append(matched, r)
 			continue
 		}
 		unmatched = append(unmatched, Unmatched{Route: r.Name, Err: err})
@@ -148,18 +139,19 @@ func (t *Table) Match(ctx context.Context, ev Event, payload []byte) (matched []
 }
 
 // takes runs r's filter: only a first value of true matches.
-func (r *Route) takes(ctx context.Context, ev Event, doc any, docErr error) (bool, error) {
-	if docErr != nil {
-		return false, docErr
+func (r *Route) takes(ctx context.Context, in *Input) (bool, error) {
+	doc, err := in.document()
+	if err != nil {
+		return false, err
 	}
 	var first any
 	got := false
-	err := r.filter.run(ctx, doc, r.event(ev), func(v any) bool {
+	err = r.filter.run(ctx, doc, len(in.Body), r.event(in.Event), func(v any) bool {
 		first, got = v, true
 		return false
 	})
 	if err != nil {
-		return false, fmt.Errorf("filter failed: %w", err)
+		return false, err
 	}
 	return got && first == true, nil
 }
@@ -197,14 +189,14 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 		return payload, contentType, nil
 	}
 	fail := func(format string, args ...any) ([]byte, string, error) {
-		return nil, "", fmt.Errorf("%w: body: "+format, append([]any{ErrProgram}, args...)...)
+		return nil, "", fmt.Errorf("%w: %s: "+format, append([]any{ErrProgram, r.body.key}, args...)...)
 	}
 	doc, err := decode(payload)
 	if err != nil {
 		return fail("the event body %v", err)
 	}
 	var values []any
-	err = r.body.run(ctx, doc, r.event(ev), func(v any) bool {
+	err = r.body.run(ctx, doc, len(payload), r.event(ev), func(v any) bool {
 		values = append(values, v)
 		return len(values) < 2
 	})
@@ -213,7 +205,7 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 	case errors.As(err, &stop):
 		return nil, "", err
 	case err != nil:
-		return fail("%v", err)
+		return nil, "", fmt.Errorf("%w: %w", ErrProgram, err)
 	case len(values) == 0:
 		return fail("the program yielded no value; it must yield one")
 	case len(values) > 1:
@@ -221,7 +213,7 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 	}
 	out, err := gojq.Marshal(values[0])
 	if err != nil {
-		return fail("the value is not JSON: %s", sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen))
+		return fail("the value is not JSON") // gojq's text would quote it
 	}
 	if len(out) > MaxBodyBytes {
 		return fail("the value is %d bytes of JSON, over the %d allowed", len(out), MaxBodyBytes)
@@ -242,26 +234,26 @@ func (r *Route) Result(ctx context.Context, ev Event, response []byte) ([]byte, 
 	}
 	doc, err := decode(response)
 	if err != nil {
-		return nil, fmt.Errorf("result: the response %w", err)
+		return nil, fmt.Errorf("%s: the response %w", r.result.key, err)
 	}
 	var first any
 	got := false
-	err = r.result.run(ctx, doc, r.event(ev), func(v any) bool {
+	err = r.result.run(ctx, doc, len(response), r.event(ev), func(v any) bool {
 		first, got = v, true
 		return false
 	})
 	if err != nil {
-		return nil, fmt.Errorf("result: %w", err)
+		return nil, err
 	}
 	if !got {
 		return nil, nil
 	}
 	out, err := gojq.Marshal(first)
 	if err != nil {
-		return nil, fmt.Errorf("result: the value is not JSON: %s", sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen))
+		return nil, fmt.Errorf("%s: the value is not JSON", r.result.key) // gojq's text would quote it
 	}
 	if len(out) > MaxResultBytes {
-		return nil, fmt.Errorf("result: the value is %d bytes of JSON, over the %d allowed", len(out), MaxResultBytes)
+		return nil, fmt.Errorf("%s: the value is %d bytes of JSON, over the %d allowed", r.result.key, len(out), MaxResultBytes)
 	}
 	return out, nil
 }
