@@ -73,7 +73,7 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID)
 	}
 	// Without the payload, which nothing here shows. The business keys a
 	// claim holds are found through their claim index.
-	rows, err = s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(k.business_key, '')", "d.result::text", "NULL::bytea")+`
+	rows, err = s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(k.business_key, '')", "d.result::text", "NULL::text", "NULL::bytea")+`
 FROM webhook_deliveries d
 JOIN webhook_event_claims c USING (provider, event_id)
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)

@@ -31,6 +31,10 @@ type Delivery struct {
 	// Result is the JSON the route's result program recorded when the
 	// delivery completed; nil when there is none. Read by Get only.
 	Result []byte
+	// Results is a JSON object of the recorded results of the routes in
+	// After, by route (those with none are absent); nil when there are
+	// none. Read by LoadDeliveries only, for the route's $results.
+	Results []byte
 	// After names the routes whose deliveries of the claim must complete
 	// before this one runs (recorded when the event was claimed); empty
 	// for a delivery that waits for nothing.
@@ -69,12 +73,22 @@ func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
 
 // deliveryColumns returns the columns of a Delivery, in its fields' order,
 // over webhook_deliveries d joined to webhook_event_claims c; businessKey,
-// result and payload are what to read as its BusinessKey, Result and Payload.
-func deliveryColumns(businessKey, result, payload string) string {
+// result, results and payload are what to read as its BusinessKey, Result,
+// Results and Payload.
+func deliveryColumns(businessKey, result, results, payload string) string {
 	return `d.provider, d.event_id, d.route, d.status, d.attempt_count, coalesce(d.last_error, ''),
-    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, d.waits_for, d.attempt_base,
+    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, ` + results + `, d.waits_for, d.attempt_base,
     c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, ` + payload + `, c.first_seen_at`
 }
+
+// predecessorResultsSQL is the results of the routes a delivery (aliased
+// d) runs after, as a JSON object by route, each found by its primary key;
+// NULL when none is recorded.
+const predecessorResultsSQL = `(
+    SELECT jsonb_object_agg(p.route, y.result)::text
+    FROM unnest(d.waits_for) AS p(route)
+    JOIN webhook_deliveries y ON y.provider = d.provider AND y.event_id = d.event_id AND y.route = p.route
+    WHERE y.result IS NOT NULL)`
 
 // loadDeliveriesSQL loads the deliveries of arrays of keys, numbered as
 // given: one primary-key lookup per key (see lockClaimsSQL on why not a join;
@@ -83,7 +97,7 @@ var loadDeliveriesSQL = `
 SELECT k.i, x.*
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(provider, event_id, route, i)
 CROSS JOIN LATERAL (
-    SELECT ` + deliveryColumns("''", "NULL::text", "c.payload") + `
+    SELECT ` + deliveryColumns("''", "NULL::text", predecessorResultsSQL, "c.payload") + `
     FROM webhook_deliveries d
     JOIN webhook_event_claims c USING (provider, event_id)
     WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route
