@@ -39,6 +39,63 @@ func twoSteps() []route {
 	}
 }
 
+// TestChainOrder: step 2 is called only after step 1's 2xx, with step 1's
+// result in its path and body, and an Idempotency-Key of its own.
+func TestChainOrder(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{
+		{name: "step1", events: []string{"*"}, extra: "    result: '{id: .id}'\n"},
+		{name: "step2", events: []string{"*"}, extra: after("step1") + `    method: PUT
+    path: '[$results.step1.id, "label"]'
+    body: '{shipment: $results.step1.id, order: .data.id}'
+`},
+	})
+	s.down.reply("step1", `{"id":"shp/7 ü"}`)
+	ingest := s.ingest()
+	s.worker()
+	e := event{id: "evt_chain_order", typ: "order.paid"}
+	s.claimed(ingest, e)
+	_, ds := s.waitStatus(e.id, claim.Completed, settle)
+	require.JSONEq(t, `{"id":"shp/7 ü"}`, string(deliveryOf(t, ds, "step1").Result))
+	require.Equal(t, []string{"step1"}, deliveryOf(t, ds, "step2").After)
+
+	first, second := s.down.callsFor(key(e.id, "step1")), s.down.callsFor(key(e.id, "step2"))
+	require.Len(t, first, 1)
+	require.Len(t, second, 1)
+	require.False(t, second[0].at.Before(first[0].at), "step 2 only after step 1's 2xx")
+	require.Equal(t, "/step2/shp%2F7%20%C3%BC/label", second[0].path, "step 1's result, one escaped segment")
+	require.JSONEq(t, `{"shipment":"shp/7 ü","order":"obj_evt_chain_order"}`, string(second[0].body))
+	require.NotEqual(t, first[0].key, second[0].key)
+	require.Equal(t, key(e.id, "step2"), second[0].key)
+}
+
+// TestChainFanIn: a and b both before c. c runs once, after both, and sees
+// both results.
+func TestChainFanIn(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{
+		{name: "a", events: []string{"*"}, extra: "    result: .\n"},
+		{name: "b", events: []string{"*"}, extra: "    result: .\n"},
+		{name: "c", events: []string{"*"}, extra: after("a", "b") + "    body: '$results'\n"},
+	})
+	s.down.reply("a", `{"from":"a"}`)
+	s.down.reply("b", `{"from":"b"}`)
+	// b answers late, so that a completes first and c must wait for b.
+	s.down.set("b", answers(http.StatusServiceUnavailable, http.StatusOK))
+	ingest := s.ingest()
+	s.worker()
+	e := event{id: "evt_chain_fan", typ: "order.paid"}
+	s.claimed(ingest, e)
+	s.waitStatus(e.id, claim.Completed, settle)
+	a, b, c := s.down.callsFor(key(e.id, "a")), s.down.callsFor(key(e.id, "b")), s.down.callsFor(key(e.id, "c"))
+	require.Len(t, a, 1)
+	require.Len(t, b, 2)
+	require.Len(t, c, 1, "c ran once")
+	require.False(t, c[0].at.Before(a[0].at))
+	require.False(t, c[0].at.Before(b[1].at), "c ran after b's 2xx")
+	require.JSONEq(t, `{"a":{"from":"a"},"b":{"from":"b"}}`, string(c[0].body))
+}
+
 // TestChainFailedPredecessor: step 1 fails for good (400); step 2 stays
 // waiting, with no job and no call, and the claim is failed. After
 // `claims retry` and step 1's 201, step 2 runs exactly once, after it,
