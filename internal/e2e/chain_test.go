@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -29,6 +30,25 @@ func (s *stack) routeJobs(id, route string) int {
 		`SELECT count(*) FROM river_job WHERE kind = $1 AND args ->> 'event_id' = $2 AND args ->> 'route' = $3`,
 		claim.DeliveryKind, id, route).Scan(&n))
 	return n
+}
+
+// metric reads series (name and labels) from p's /metrics, as text.
+func (s *stack) metric(p *proc, series string) string {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.url+"/metrics", nil)
+	require.NoError(s.t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			return v
+		}
+	}
+	require.NoError(s.t, sc.Err())
+	s.t.Fatalf("/metrics has no %s", series)
+	return ""
 }
 
 // twoSteps is a chain: step2 runs after step1, for every event type.
@@ -104,8 +124,7 @@ func TestChainFailedPredecessor(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, twoSteps())
 	s.down.set("step1", answers(http.StatusBadRequest, http.StatusCreated))
-	ingest := s.ingest()
-	s.worker()
+	ingest, worker := s.ingest(), s.worker()
 	e := event{id: "evt_chain_fail", typ: "order.paid"}
 	s.claimed(ingest, e)
 
@@ -116,6 +135,12 @@ func TestChainFailedPredecessor(t *testing.T) {
 	out, code := s.run("claims", "show", provider, e.id)
 	require.Zero(t, code, out)
 	require.Regexp(t, `(?m)^step2\s+waiting \(after step1\)\s`, out)
+	out, code = s.run("routes", "list", "--json")
+	require.Zero(t, code, out)
+	require.Contains(t, out, `"route":"step2"`)
+	require.Regexp(t, `"route":"step2","queue":"[^"]+","processing":0,"waiting":1,`, out)
+	require.Equal(t, "1", s.metric(worker, `hookgate_deliveries_waiting{route="step2"}`))
+	require.Equal(t, "0", s.metric(worker, `hookgate_deliveries_waiting{route="step1"}`))
 
 	out, code = s.run("claims", "retry", provider, e.id)
 	require.Zero(t, code, out)
