@@ -20,10 +20,12 @@ import (
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -189,8 +191,12 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		if err != nil {
 			return err
 		}
+		files, err := consoleSecretFiles(cfg.Console, logger)
+		if err != nil {
+			return err
+		}
 		o.console = console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, Store: store, Queues: client, DB: pool, Logger: logger, Failures: &o.failures,
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Failures: &o.failures,
 		}).Handler()
 	}
 
@@ -267,4 +273,36 @@ func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger)
 	if err := t.Shutdown(fctx); err != nil {
 		logger.Warn("traces not flushed", slog.String("error", err.Error()))
 	}
+}
+
+// consoleSecretFiles opens the console's password_file and token_file
+// secrets by user or token name; a file that cannot be read, or holds fewer
+// than config.MinConsoleSecret bytes, stops the start naming its key.
+func consoleSecretFiles(c config.Console, logger *slog.Logger) (map[string]*secretfile.File, error) {
+	files := map[string]*secretfile.File{}
+	open := func(key, name, path string) error {
+		if path == "" {
+			return nil
+		}
+		f, err := secretfile.Open(path, key, logger)
+		if err != nil {
+			return err
+		}
+		if len(f.Value()) < config.MinConsoleSecret {
+			return fmt.Errorf("%s: file %s holds fewer than %d characters", key, path, config.MinConsoleSecret)
+		}
+		files[name] = f
+		return nil
+	}
+	for i, u := range c.Users {
+		if err := open(fmt.Sprintf("console.users[%d].password_file", i), u.Name, u.PasswordFile); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range c.Tokens {
+		if err := open(fmt.Sprintf("console.tokens[%d].token_file", i), t.Name, t.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }

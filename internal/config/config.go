@@ -243,6 +243,10 @@ type Route struct {
 	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
 	// secret (whsec_...) used to sign what is forwarded.
 	SigningSecretEnv string `yaml:"signing_secret_env"`
+	// SigningSecretFile names a file holding that secret instead, as a
+	// mounted Kubernetes Secret: read at start and again when it changes,
+	// so a rotation needs no restart. At most one of the two.
+	SigningSecretFile string `yaml:"signing_secret_file"`
 	// BusinessKey optionally lists where the route's business key comes
 	// from: "type", "json:dotted.path" into the body, "header:NAME". The
 	// first claim with a given key gets the route's delivery; a later one

@@ -36,6 +36,9 @@ type ConsoleUser struct {
 	Role string `yaml:"role"`
 	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"password_env"`
+	// PasswordFile names a file holding it instead, read again when it
+	// changes. Exactly one of the two.
+	PasswordFile string `yaml:"password_file"`
 }
 
 // ConsoleToken is one program that may use the API.
@@ -45,14 +48,17 @@ type ConsoleToken struct {
 	Role string `yaml:"role"`
 	// TokenEnv names the environment variable holding the bearer token.
 	TokenEnv string `yaml:"token_env"`
+	// TokenFile names a file holding it instead, read again when it
+	// changes. Exactly one of the two.
+	TokenFile string `yaml:"token_file"`
 }
 
 // Enabled reports whether the API and console are served.
 func (c Console) Enabled() bool { return len(c.Users) > 0 || len(c.Tokens) > 0 }
 
-// minConsoleSecret is the shortest password or token accepted: the API
+// MinConsoleSecret is the shortest password or token accepted: the API
 // answers every guess, and only the lockout slows guessing a password.
-const minConsoleSecret = 12
+const MinConsoleSecret = 12
 
 func (c *Console) setDefaults() {
 	if c.Enabled() {
@@ -62,7 +68,7 @@ func (c *Console) setDefaults() {
 
 func (v *validator) console(c Console) {
 	names := map[string]string{}
-	check := func(key, name, role, envKey, env string) {
+	check := func(key, name, role, envKey, env, fileKey, file string) {
 		switch {
 		case name == "":
 			v.add(key+".name", "is required")
@@ -77,17 +83,21 @@ func (v *validator) console(c Console) {
 			v.add(key+".role", "%q must be viewer or operator", role)
 		}
 		switch {
-		case env == "":
-			v.add(key+"."+envKey, "is required")
-		case !envRE.MatchString(env):
+		case env == "" && file == "":
+			v.add(key+"."+envKey, "is required (or %s)", fileKey)
+		case env != "" && file != "":
+			v.add(key+"."+fileKey, "is set beside %s: name the secret once", envKey)
+		case env != "" && !envRE.MatchString(env):
 			v.add(key+"."+envKey, "%q is not an environment variable name", env)
+		case file != "":
+			v.filePath(key+"."+fileKey, file)
 		}
 	}
 	for i, u := range c.Users {
-		check(fmt.Sprintf("console.users[%d]", i), u.Name, u.Role, "password_env", u.PasswordEnv)
+		check(fmt.Sprintf("console.users[%d]", i), u.Name, u.Role, "password_env", u.PasswordEnv, "password_file", u.PasswordFile)
 	}
 	for i, t := range c.Tokens {
-		check(fmt.Sprintf("console.tokens[%d]", i), t.Name, t.Role, "token_env", t.TokenEnv)
+		check(fmt.Sprintf("console.tokens[%d]", i), t.Name, t.Role, "token_env", t.TokenEnv, "token_file", t.TokenFile)
 	}
 	if c.Enabled() {
 		v.positive("console.session_ttl", c.SessionTTL)
@@ -102,7 +112,8 @@ type ConsoleSecrets struct {
 }
 
 // ResolveConsoleSecrets reads the variables console.users and
-// console.tokens name. A variable that is unset, empty or shorter than 12
+// console.tokens name (not their password_file and token_file, which the
+// worker reads itself, with MinConsoleSecret). A variable that is unset, empty or shorter than 12
 // characters is an error naming the key and the variable, never a value.
 // Only the worker, which serves the console, calls it.
 func (c *Config) ResolveConsoleSecrets(getenv func(string) string) (ConsoleSecrets, error) {
@@ -114,18 +125,24 @@ func (c *Config) ResolveConsoleSecrets(getenv func(string) string) (ConsoleSecre
 		case val == "":
 			v.add(key, "environment variable %s is not set or empty", env)
 			return "", false
-		case len(val) < minConsoleSecret:
-			v.add(key, "environment variable %s holds fewer than %d characters", env, minConsoleSecret)
+		case len(val) < MinConsoleSecret:
+			v.add(key, "environment variable %s holds fewer than %d characters", env, MinConsoleSecret)
 			return "", false
 		}
 		return val, true
 	}
 	for i, u := range c.Console.Users {
+		if u.PasswordFile != "" {
+			continue // read by the worker, which reads it again when it changes
+		}
 		if val, ok := read(fmt.Sprintf("console.users[%d].password_env", i), u.PasswordEnv); ok {
 			s.Passwords[u.Name] = val
 		}
 	}
 	for i, t := range c.Console.Tokens {
+		if t.TokenFile != "" {
+			continue
+		}
 		if val, ok := read(fmt.Sprintf("console.tokens[%d].token_env", i), t.TokenEnv); ok {
 			s.Tokens[t.Name] = val
 		}

@@ -28,8 +28,8 @@ func TestConsoleParse(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.Console.Enabled())
 	require.Equal(t, DefaultSessionTTL, c.Console.SessionTTL.D())
-	require.Equal(t, []ConsoleUser{{"alice", RoleOperator, "T_ALICE"}, {"bob", RoleViewer, "T_BOB"}}, c.Console.Users)
-	require.Equal(t, []ConsoleToken{{"ci-bot", RoleViewer, "T_CI"}}, c.Console.Tokens)
+	require.Equal(t, []ConsoleUser{{Name: "alice", Role: RoleOperator, PasswordEnv: "T_ALICE"}, {Name: "bob", Role: RoleViewer, PasswordEnv: "T_BOB"}}, c.Console.Users)
+	require.Equal(t, []ConsoleToken{{Name: "ci-bot", Role: RoleViewer, TokenEnv: "T_CI"}}, c.Console.Tokens)
 
 	c, err = Parse([]byte(consoleDoc + "  session_ttl: 30m\n"))
 	require.NoError(t, err)
@@ -48,7 +48,9 @@ func TestConsoleInvalid(t *testing.T) {
 		{"Name", strings.Replace(consoleDoc, "name: alice", "name: Alice Smith", 1), `console.users[0].name: "Alice Smith" must be lower-case`},
 		{"Duplicate", strings.Replace(consoleDoc, "name: ci-bot", "name: alice", 1), `console.tokens[0].name: "alice" is already used by console.users[0]`},
 		{"Env", strings.Replace(consoleDoc, "password_env: T_BOB", "password_env: T-BOB", 1), `console.users[1].password_env: "T-BOB" is not an environment variable name`},
-		{"NoEnv", strings.Replace(consoleDoc, "      token_env: T_CI\n", "", 1), `console.tokens[0].token_env: is required`},
+		{"NoEnv", strings.Replace(consoleDoc, "      token_env: T_CI\n", "", 1), `console.tokens[0].token_env: is required (or token_file)`},
+		{"EnvAndFile", strings.Replace(consoleDoc, "      token_env: T_CI\n", "      token_env: T_CI\n      token_file: /run/ci-token\n", 1), `console.tokens[0].token_file: is set beside token_env`},
+		{"BadFile", strings.Replace(consoleDoc, "      password_env: T_BOB\n", "      password_file: \"\\0\"\n", 1), `console.users[1].password_file: "\x00" is not a file path`},
 		{"TTL", consoleDoc + "  session_ttl: -1h\n", `console.session_ttl: must be a positive duration`},
 		{"Unknown", consoleDoc + "  sesion_ttl: 1h\n", `unknown key "sesion_ttl" (in console)`},
 	} {

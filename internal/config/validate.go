@@ -149,6 +149,12 @@ func (c *Config) Validate() error {
 		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}
+		switch {
+		case r.SigningSecretFile != "" && r.SigningSecretEnv != "":
+			v.add(key+".signing_secret_file", "is set beside signing_secret_env: name the secret once")
+		case r.SigningSecretFile != "":
+			v.filePath(key+".signing_secret_file", r.SigningSecretFile)
+		}
 		v.validBusinessKey(key+".business_key", r.BusinessKey)
 		v.request(key, r)
 	}
@@ -369,9 +375,7 @@ func (v *validator) provider(key string, p Provider) {
 		paths []string
 	}{{"secrets_file", p.SecretsFile}, {"public_keys_file", p.PublicKeysFile}} {
 		for j, path := range f.paths {
-			if path == "" || strings.ContainsRune(path, 0) {
-				v.add(fmt.Sprintf("%s.%s[%d]", key, f.field, j), "%q is not a file path", path)
-			}
+			v.filePath(fmt.Sprintf("%s.%s[%d]", key, f.field, j), path)
 		}
 	}
 	v.positive(key+".tolerance", p.Tolerance)
@@ -536,4 +540,12 @@ func cleanYAMLError(err error) error {
 		return errors.New(strings.Join(msgs, "\n"))
 	}
 	return err
+}
+
+// filePath checks that path can name a file; whether it can be read is
+// checked where it is read, at start.
+func (v *validator) filePath(key, path string) {
+	if path == "" || strings.ContainsRune(path, 0) {
+		v.add(key, "%q is not a file path", path)
+	}
 }

@@ -609,6 +609,17 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *Config) { c.Routes[0].SigningSecretEnv = "ship-order-secret" },
 			want:   []string{`routes[0].signing_secret_env: "ship-order-secret" is not an environment variable name`},
 		},
+		{
+			name: "SigningSecretFile",
+			mutate: func(c *Config) {
+				c.Routes[0].SigningSecretEnv, c.Routes[0].SigningSecretFile = "", "/run/secrets/ship-order"
+			},
+		},
+		{
+			name:   "SigningSecretFileBesideEnv",
+			mutate: func(c *Config) { c.Routes[0].SigningSecretFile = "/run/secrets/ship-order" },
+			want:   []string{"routes[0].signing_secret_file: is set beside signing_secret_env: name the secret once"},
+		},
 
 		// ingest, worker and retention.
 		{

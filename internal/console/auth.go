@@ -58,7 +58,8 @@ func (s *Server) checkPassword(ctx context.Context, name, password, via string) 
 		return principal{}, errLocked{wait}
 	}
 	got := sha256.Sum256([]byte(password))
-	if subtle.ConstantTimeCompare(got[:], acct.digest[:]) != 1 || !known {
+	want := acct.secret.digest()
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !known {
 		s.failed(ctx, key, actor, via)
 		return principal{}, errBadCredentials
 	}
@@ -76,7 +77,8 @@ func (s *Server) checkToken(ctx context.Context, token string) (principal, error
 	var found principal
 	match := 0
 	for _, t := range s.tokens {
-		eq := subtle.ConstantTimeCompare(got[:], t.digest[:])
+		want := t.secret.digest()
+		eq := subtle.ConstantTimeCompare(got[:], want[:])
 		if eq == 1 {
 			found = principal{Name: t.name, Role: t.role}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/secretfile"
 )
 
 // DB is what the console runs its own statements on (sessions, audit):
@@ -33,6 +34,9 @@ type DB interface {
 type Options struct {
 	Config  *config.Config
 	Secrets config.ConsoleSecrets
+	// SecretFiles holds, by user or token name, the password_file and
+	// token_file secrets, which take the place of Secrets' entry.
+	SecretFiles map[string]*secretfile.File
 	// Store reads claims and reopens them; its jobs go through the
 	// worker's River client.
 	Store *claim.Store
@@ -63,13 +67,35 @@ type Server struct {
 
 type account struct {
 	role   string
-	digest [sha256.Size]byte
+	secret secret
 }
 
 type tokenAccount struct {
 	name   string
 	role   string
-	digest [sha256.Size]byte
+	secret secret
+}
+
+// secret is a password or token: from the environment, fixed at start,
+// or from a file, read again when it changes.
+type secret struct {
+	fixed [sha256.Size]byte
+	file  *secretfile.File
+}
+
+// digest is what a presented secret's SHA-256 is compared with.
+func (s secret) digest() [sha256.Size]byte {
+	if s.file != nil {
+		return sha256.Sum256(s.file.Value())
+	}
+	return s.fixed
+}
+
+func secretOf(opts Options, name string, fixed map[string]string) secret {
+	if f := opts.SecretFiles[name]; f != nil {
+		return secret{file: f}
+	}
+	return secret{fixed: sha256.Sum256([]byte(fixed[name]))}
 }
 
 // New returns the server of opts.
@@ -87,10 +113,10 @@ func New(opts Options) *Server {
 		s.ttl = config.DefaultSessionTTL
 	}
 	for _, u := range opts.Config.Console.Users {
-		s.users[u.Name] = account{role: u.Role, digest: sha256.Sum256([]byte(opts.Secrets.Passwords[u.Name]))}
+		s.users[u.Name] = account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
 	}
 	for _, t := range opts.Config.Console.Tokens {
-		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, digest: sha256.Sum256([]byte(opts.Secrets.Tokens[t.Name]))})
+		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, secret: secretOf(opts, t.Name, opts.Secrets.Tokens)})
 	}
 	routes := make([]string, len(opts.Config.Routes))
 	for i, r := range opts.Config.Routes {

@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
@@ -80,8 +82,18 @@ type env struct {
 
 func newEnv(t *testing.T, limiter *lockout.Limiter) *env {
 	t.Helper()
+	return newEnvWith(t, limiter, nil, nil)
+}
+
+// newEnvWith is newEnv with the config changed by mutate (when not nil)
+// and the secret files given.
+func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Config), files map[string]*secretfile.File) *env {
+	t.Helper()
 	cfg, err := config.Parse([]byte(cfgDoc))
 	require.NoError(t, err)
+	if mutate != nil {
+		mutate(cfg)
+	}
 	s, err := cfg.ResolveConsoleSecrets(func(k string) string { return secrets[k] })
 	require.NoError(t, err)
 	db := dbtest.NewDB(t)
@@ -92,7 +104,7 @@ func newEnv(t *testing.T, limiter *lockout.Limiter) *env {
 		limiter = &lockout.Limiter{Failures: 1000}
 	}
 	logs := &proctest.Buffer{}
-	c := console.New(console.Options{Config: cfg, Secrets: s, Store: store, Queues: jobs, DB: db.Pool,
+	c := console.New(console.Options{Config: cfg, Secrets: s, SecretFiles: files, Store: store, Queues: jobs, DB: db.Pool,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Failures: limiter})
 	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(c.Handler()))
 	t.Cleanup(srv.Close)
@@ -634,4 +646,46 @@ func TestEventIDWithSlashInPath(t *testing.T) {
 	require.Equal(t, "evt/with/slash", d.EventID)
 	status, body = e.call(t, deploy, http.MethodPost, "/api/v1/claims/stripe/"+url.PathEscape("evt/with/slash")+"/retry", nil, nil)
 	require.Equal(t, http.StatusOK, status, body)
+}
+
+// TestSecretFilesRotate: a password_file or token_file is read again when
+// it changes, so a rotated password or token signs in without a restart
+// and the old one is refused afterwards.
+func TestSecretFilesRotate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, value string) {
+		require.NoError(t, os.WriteFile(dir+"/"+name, []byte(value+"\n"), 0o600))
+	}
+	write("bob", "bob-password-0002")
+	write("ci", "ci-token-abcdefghijkl")
+	files := map[string]*secretfile.File{}
+	for name, file := range map[string]string{"bob": "bob", "ci-bot": "ci"} {
+		f, err := secretfile.Open(dir+"/"+file, name, nil)
+		require.NoError(t, err)
+		files[name] = f
+	}
+	e := newEnvWith(t, nil, func(c *config.Config) {
+		c.Console.Users[1].PasswordEnv, c.Console.Users[1].PasswordFile = "", dir+"/bob"
+		c.Console.Tokens[0].TokenEnv, c.Console.Tokens[0].TokenFile = "", dir+"/ci"
+	}, files)
+	newBob := func(r *http.Request) { r.SetBasicAuth("bob", "bob-password-rotated") }
+	newCI := func(r *http.Request) { r.Header.Set("Authorization", "Bearer ci-token-rotated-000") }
+
+	for _, c := range []cred{bob, ciBot} {
+		status, _ := e.call(t, c, http.MethodGet, "/api/v1/routes", nil, nil)
+		require.Equal(t, http.StatusOK, status, "the files' secrets at start")
+	}
+	write("bob", "bob-password-rotated")
+	write("ci", "ci-token-rotated-000")
+	for _, c := range []cred{newBob, newCI} {
+		require.Eventually(t, func() bool {
+			status, _ := e.call(t, c, http.MethodGet, "/api/v1/routes", nil, nil)
+			return status == http.StatusOK
+		}, 30*time.Second, 50*time.Millisecond, "the rotated secret never signs in")
+	}
+	for _, c := range []cred{bob, ciBot} {
+		status, _ := e.call(t, c, http.MethodGet, "/api/v1/routes", nil, nil)
+		require.Equal(t, http.StatusUnauthorized, status, "the old secret is refused after the rotation")
+	}
 }

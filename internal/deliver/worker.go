@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -118,7 +118,7 @@ type Worker struct {
 	cfg     *config.Config
 	routes  *route.Table
 	clients map[string]*http.Client
-	signers map[string]*standardwebhooks.Webhook
+	signers map[string]*signer
 	loads   *loader
 	ends    *completer
 	logger  *slog.Logger
@@ -150,7 +150,7 @@ func NewWorker(o Options) (*Worker, error) {
 		cfg:     o.Config,
 		routes:  routes,
 		clients: map[string]*http.Client{},
-		signers: map[string]*standardwebhooks.Webhook{},
+		signers: map[string]*signer{},
 		loads:   newLoader(o.DB),
 		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config), o.Config.HasDependents, o.Config.MaxAttempts),
 		logger:  o.Logger,
@@ -173,16 +173,24 @@ func NewWorker(o Options) (*Worker, error) {
 		w.logger = slog.New(slog.DiscardHandler)
 	}
 	for i, r := range o.Config.Routes {
-		secret, ok := o.SigningSecrets[r.Name]
-		if !ok {
-			continue
+		var s *signer
+		if r.SigningSecretFile != "" {
+			key := fmt.Sprintf("routes[%d].signing_secret_file", i)
+			file, err := secretfile.Open(r.SigningSecretFile, key, w.logger)
+			if err != nil {
+				return nil, err
+			}
+			if s, err = newSigner(key+": file "+r.SigningSecretFile, nil, file); err != nil {
+				return nil, err
+			}
+		} else if secret, ok := o.SigningSecrets[r.Name]; ok {
+			if s, err = newSigner(fmt.Sprintf("routes[%d].signing_secret_env: %s", i, r.SigningSecretEnv), secret, nil); err != nil {
+				return nil, err
+			}
 		}
-		wh, err := standardwebhooks.NewWebhook(string(secret))
-		if err != nil {
-			return nil, fmt.Errorf("routes[%d].signing_secret_env: %s does not hold a Standard Webhooks secret (whsec_ followed by base64)",
-				i, r.SigningSecretEnv)
+		if s != nil {
+			w.signers[r.Name] = s
 		}
-		w.signers[r.Name] = wh
 	}
 	return w, nil
 }

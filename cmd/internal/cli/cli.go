@@ -21,6 +21,7 @@ import (
 	"github.com/hookgate/hookgate/internal/migrate"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 )
 
 // Env is what a binary receives from its process, passed in so that tests
@@ -173,8 +174,9 @@ func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 }
 
 // Redactor returns a redactor of every secret value the binaries read:
-// those the config names (the console's passwords and tokens included),
-// HOOKGATE_UI_PASSWORD, and the password in DATABASE_URL.
+// those the config names (the console's passwords and tokens included, and
+// secret files as they are at start), HOOKGATE_UI_PASSWORD, and the
+// password in DATABASE_URL.
 func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Redactor {
 	values := append(secrets.Values(), env.Getenv("HOOKGATE_UI_PASSWORD"))
 	for _, u := range cfg.Console.Users {
@@ -182,6 +184,26 @@ func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Red
 	}
 	for _, t := range cfg.Console.Tokens {
 		values = append(values, env.Getenv(t.TokenEnv))
+	}
+	// Secret files as they are at start; the binary that reads one fails
+	// its start on a file it cannot read.
+	var paths []string
+	for _, p := range cfg.Providers {
+		paths = append(paths, p.SecretsFile...)
+	}
+	for _, r := range cfg.Routes {
+		paths = append(paths, r.SigningSecretFile)
+	}
+	for _, u := range cfg.Console.Users {
+		paths = append(paths, u.PasswordFile)
+	}
+	for _, t := range cfg.Console.Tokens {
+		paths = append(paths, t.TokenFile)
+	}
+	for _, path := range paths {
+		if b, err := secretfile.Read(path); err == nil && path != "" {
+			values = append(values, string(b))
+		}
 	}
 	if u, err := url.Parse(env.Getenv("DATABASE_URL")); err == nil && u.User != nil {
 		if pass, ok := u.User.Password(); ok {
