@@ -27,6 +27,8 @@ type deliveryView struct {
 	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
 	BusinessKey    string               `json:"business_key,omitempty"`
 	Result         json.RawMessage      `json:"result,omitempty"`
+	// After names the routes this delivery runs after (a chain).
+	After []string `json:"after,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims export` writes it
@@ -50,7 +52,7 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 		out[i] = deliveryView{
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: s.cfg.MaxAttempts(d.Route),
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
-			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
+			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result, After: d.After,
 		}
 	}
 	return out
