@@ -6,7 +6,7 @@ BIN      := .local/bin
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (pgPort
 # in cmd/devtool/run.go).
@@ -30,6 +30,10 @@ claims: ## worker claims $(ARGS) on the local system's database, e.g. make claim
 send-demo: ## send one signed demo event twice to the local ingest
 	@$(GO) build -o $(BIN)/ ./cmd/devtool
 	@$(BIN)/devtool send --times 2
+
+.PHONY: n8n-check
+n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)
+	@$(BIN)/devtool n8n-check --bin $(BIN)
 
 # The deploy checks (kustomize, Prometheus rules) run no goroutines of ours,
 # and their ~200 dependency packages (Kubernetes, kustomize, PromQL) are

@@ -1,6 +1,7 @@
 // Command devtool runs hookgate on a developer's machine: `devtool run` starts
 // Postgres, ingest, worker and a demo receiver together, `devtool send` posts a
-// signed demo event, and `devtool receive` is that demo receiver.
+// signed demo event, `devtool receive` is that demo receiver, and `devtool
+// n8n-check` checks docs/n8n.md against a real n8n it installs.
 package main
 
 import (
@@ -34,6 +35,8 @@ Commands:
   send     post one signed Standard Webhooks event to ingest, several times
   receive  serve the demo downstream, printing one line per delivery
   stop     stop the local Postgres in .local/pg if one still runs there
+  n8n-check  install a pinned n8n into .local/n8n and check docs/n8n.md
+           against it: duplicates, failures, restarts, the worked example
 
 Run "devtool <command> --help" for a command's flags.`
 
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return receive(ctx, rest, stdout, stderr)
 	case "stop":
 		return stopLocal(rest, stdout, stderr)
+	case "n8n-check":
+		return n8nCheck(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return flag.ErrHelp

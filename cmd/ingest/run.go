@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Namespace: "hookgate", Name: "ingest_claims_waiting",
 		Help: "Verified events waiting for a claim transaction to take them.",
 	}, func() float64 { return float64(claims.Waiting()) }))
-	srv, err := ingest.New(cfg, secrets, claims, cli.Writable{Pool: pool}, logger, reg)
+	srv, err := ingest.New(cfg, boot.Routes, secrets, claims, cli.Writable{Pool: pool}, logger, reg)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/operator"
 )
 
 // claimsRetryCommand is `worker claims retry`.
@@ -51,91 +52,39 @@ func (c *claimsRetryCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer pool.Close()
 	if status == "" {
-		return retryOne(ctx, store, rest[0], rest[1], force, env.Stdout)
+		return retryOne(ctx, store, pool, rest[0], rest[1], force, env.Stdout)
 	}
-	return retryFailed(ctx, store, provider, force, env.Stdout)
+	return retryFailed(ctx, store, pool, provider, force, env.Stdout)
 }
 
-func retryOne(ctx context.Context, store *claim.Store, provider, eventID string, force bool, out io.Writer) error {
-	n, err := store.Reopen(ctx, provider, eventID, force)
-	switch {
-	case errors.Is(err, claim.ErrNotFound):
-		return fmt.Errorf("no claim %s/%s", provider, eventID)
-	case errors.Is(err, claim.ErrConflict):
-		return refusal(ctx, store, provider, eventID, force, err)
-	case err != nil:
+func retryOne(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider, eventID string, force bool, out io.Writer) error {
+	res, err := cliActions(store, pool, nil, nil).Retry(ctx, operator.CLIActor(), provider, eventID, force)
+	if err != nil {
 		return err
 	}
+	n := res.Deliveries
 	fmt.Fprintf(out, "%s/%s: reopened %s; %s queued\n", provider, eventID, plural(n, "delivery", "deliveries"), plural(n, "job", "jobs"))
-	if _, ds, err := store.Get(ctx, provider, eventID); err == nil {
-		if note := leftAlone(ds); note != "" {
-			fmt.Fprintf(out, "%s/%s: %s\n", provider, eventID, note)
-		}
+	if res.Note != "" {
+		fmt.Fprintf(out, "%s/%s: %s\n", provider, eventID, res.Note)
 	}
 	return nil
 }
 
-// leftAlone says which deliveries a retry never reopens, and why: skipped
-// ones (another claim holds their business key; --force does not override
-// one) and those failed because their business key could not be computed
-// (they would run without it). Empty when there are none.
-func leftAlone(ds []claim.Delivery) string {
-	var skipped, unkeyed int
-	for _, d := range ds {
-		switch {
-		case d.Status == claim.DeliverySkipped:
-			skipped++
-		case d.Status == claim.DeliveryFailed && d.BusinessKeyMissing:
-			unkeyed++
-		}
-	}
-	var notes []string
-	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%s left skipped: another claim holds the business key, and --force does not override a business key",
-			plural(skipped, "delivery", "deliveries")))
-	}
-	if unkeyed > 0 {
-		notes = append(notes, fmt.Sprintf("%s left failed: the business key could not be computed from the event, and a retry would send it without its key",
-			plural(unkeyed, "delivery", "deliveries")))
-	}
-	return strings.Join(notes, "; ")
+// cliActions returns the operator actions a command takes, audited as the
+// OS user running it.
+func cliActions(store *claim.Store, pool *pgxpool.Pool, queues claim.Queues, routes []string) *operator.Actions {
+	return &operator.Actions{Store: store, DB: pool, Queues: queues, Routes: routes}
 }
 
-// refusal explains why a claim was not reopened, from the status the
-// refusal carries; for an ignored or failed claim, whose deliveries may be
-// left alone for their business key, from its deliveries too.
-func refusal(ctx context.Context, store *claim.Store, provider, eventID string, force bool, err error) error {
-	key := provider + "/" + eventID
-	status, _ := claim.ConflictStatus(err)
-	var note string
-	if status == claim.Ignored || status == claim.Failed {
-		if _, ds, gerr := store.Get(ctx, provider, eventID); gerr == nil {
-			note = leftAlone(ds)
-		}
-	}
-	switch {
-	case status == claim.Ignored && note != "":
-		return fmt.Errorf("%s is ignored: every delivery was skipped because another claim holds its business key (see claims show); --force does not override a business key", key)
-	case status == claim.Failed && note != "":
-		return fmt.Errorf("%s was not retried: %s", key, note)
-	case status == claim.Completed && !force:
-		return fmt.Errorf("%s is completed: every delivery succeeded; pass --force to run them all again (same Idempotency-Keys, so a deduplicating downstream will not repeat the effect)", key)
-	case status == claim.Processing:
-		return fmt.Errorf("%s is still processing: its deliveries are queued or being attempted; retry it once it has failed", key)
-	case status == claim.Ignored:
-		return fmt.Errorf("%s is ignored: no route matched its event type, so there is nothing to deliver", key)
-	}
-	return fmt.Errorf("%s was not retried: %w", key, err)
-}
-
-func retryFailed(ctx context.Context, store *claim.Store, provider string, force bool, out io.Writer) error {
-	claims, deliveries, err := store.ReopenFailed(ctx, provider, force, func(k claim.EventKey, n int) {
-		fmt.Fprintf(out, "%s: reopened %s\n", k, plural(n, "delivery", "deliveries"))
-	})
+func retryFailed(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider string, force bool, out io.Writer) error {
+	res, err := cliActions(store, pool, nil, nil).BulkRetry(ctx, operator.CLIActor(), claim.Search{Provider: provider}, force, false,
+		func(k claim.EventKey, n int) {
+			fmt.Fprintf(out, "%s: reopened %s\n", k, plural(n, "delivery", "deliveries"))
+		})
 	if err != nil {
 		return fmt.Errorf("after reopening %s of %s: %w",
-			plural(deliveries, "delivery", "deliveries"), plural(claims, "claim", "claims"), err)
+			plural(res.Deliveries, "delivery", "deliveries"), plural(res.Reopened, "claim", "claims"), err)
 	}
-	fmt.Fprintf(out, "reopened %s of %s\n", plural(deliveries, "delivery", "deliveries"), plural(claims, "failed claim", "failed claims"))
+	fmt.Fprintf(out, "reopened %s of %s\n", plural(res.Deliveries, "delivery", "deliveries"), plural(res.Reopened, "failed claim", "failed claims"))
 	return nil
 }

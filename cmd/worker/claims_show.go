@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,6 +28,8 @@ type deliveryView struct {
 	BusinessKey string `json:"business_key,omitempty"`
 	// Result is what the route's result program recorded at completion.
 	Result json.RawMessage `json:"result,omitempty"`
+	// After names the routes that run before this one, for this event.
+	After []string `json:"after,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims show` prints it.
@@ -77,6 +80,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
+			After: d.After,
 		}
 	}
 	if asJSON {
@@ -118,7 +122,11 @@ func printClaim(w io.Writer, v claimView) error {
 		} else {
 			attempts += " (route no longer configured)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
+		status := string(d.Status)
+		if len(d.After) > 0 {
+			status += " (after " + strings.Join(d.After, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, status, attempts, stamp(&d.UpdatedAt),
 			stamp(d.CompletedAt), d.IdempotencyKey, orDash(string(d.Result)), orDash(d.LastError))
 	}
 	if err := tw.Flush(); err != nil {

@@ -32,6 +32,9 @@ type ops struct {
 	uiPassword string
 	// failures counts failed basic-auth attempts per name.
 	failures lockout.Limiter
+	// console serves the operator API and the web console; nil when
+	// console.users and console.tokens are both empty, so that both 404.
+	console http.Handler
 }
 
 // routes lists every endpoint the worker serves. Every state-changing
@@ -53,6 +56,10 @@ func (o *ops) routes() http.Handler {
 	if o.ui != nil {
 		// The UI can cancel, retry and delete jobs: never without auth.
 		mux.Handle(uiPrefix+"/", o.basicAuth(uiUser, o.uiPassword, o.ui))
+	}
+	if o.console != nil {
+		mux.Handle("/api/v1/", o.console)
+		mux.Handle("/console/", o.console)
 	}
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

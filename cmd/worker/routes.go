@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/operator"
 )
 
 const routesUsage = `worker routes list [--json]
@@ -59,6 +61,8 @@ type routeView struct {
 	claim.RouteState
 	Concurrency int `json:"concurrency"`
 	Backlog     int `json:"backlog"`
+	// RetryStatuses are the 4xx codes the route retries; empty, never null, when none.
+	RetryStatuses []int `json:"retry_statuses"`
 }
 
 // routesListCommand is `worker routes list`.
@@ -96,20 +100,22 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	}
 	views := make([]routeView, len(states))
 	for i, st := range states {
-		views[i] = routeView{RouteState: st, Concurrency: db.cfg.Routes[i].Concurrency, Backlog: st.Backlog()}
+		r := db.cfg.Routes[i]
+		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.Backlog(),
+			RetryStatuses: append([]int{}, r.RetryStatuses...)}
 	}
 	if asJSON {
 		return writeJSONLines(env.Stdout, views)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE")
+	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
 	for _, v := range views {
 		state := "active"
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", v.Route, state, v.Concurrency,
-			v.Processing, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, v.Concurrency,
+			v.Processing, v.Waiting, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
 	}
 	return tw.Flush()
 }
@@ -143,18 +149,16 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.pool.Close()
-	if _, ok := db.cfg.Route(name); !ok {
-		return fmt.Errorf("no route %q in the configuration (routes: %s)", cut(name, 64), strings.Join(routeNames(db.cfg), ", "))
-	}
+	actions := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg))
 	if pause {
-		if err := db.store.PauseRoute(ctx, db.queues, name); err != nil {
+		if err := actions.PauseRoute(ctx, operator.CLIActor(), name); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "paused route %s (queue %s): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 			name, claim.Queue(name))
 		return nil
 	}
-	was, err := db.store.ResumeRoute(ctx, db.queues, name)
+	was, err := actions.ResumeRoute(ctx, operator.CLIActor(), name)
 	if err != nil {
 		return err
 	}
@@ -164,4 +168,16 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "resumed route %s (queue %s): workers take its queued deliveries again\n", name, claim.Queue(name))
 	return nil
+}
+
+// statusList writes codes as "404,423", or "-" when there are none.
+func statusList(codes []int) string {
+	if len(codes) == 0 {
+		return "-"
+	}
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // TestRoutesCommands runs the routes commands with only DATABASE_URL and
@@ -30,6 +32,10 @@ func TestRoutesCommands(t *testing.T) {
 			[]string{"ship"}, true)
 		require.NoError(t, err)
 	}
+	// One more event whose ship delivery waits for a route that runs first.
+	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
+		After: map[string][]string{"ship": {"first"}}}, []string{"first", "ship"}, true)
+	require.NoError(t, err)
 	routes := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
@@ -39,8 +45,8 @@ func TestRoutesCommands(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(routes("list")), "\n")
 	require.Len(t, lines, 2, lines)
-	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE$`, lines[0])
-	require.Regexp(t, `^ship\s+active\s+4\s+2\s+0\s+2\s+0\s+0\s+route-ship$`, lines[1])
+	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
+	require.Regexp(t, `^ship\s+active\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+route-ship\s+-$`, lines[1])
 
 	// The config file may be named before the subcommand, too.
 	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
@@ -56,12 +62,13 @@ func TestRoutesCommands(t *testing.T) {
 
 	require.Equal(t, "paused route ship (queue route-ship): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 		routes("pause", "ship"))
-	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+4\s+2\s+0\s+2\s`, routes("list"))
+	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+4\s+2\s+1\s+0\s+2\s`, routes("list"))
 	var v struct {
 		Route       string `json:"route"`
 		Queue       string `json:"queue"`
 		Concurrency int    `json:"concurrency"`
 		Processing  int    `json:"processing"`
+		Waiting     int    `json:"waiting"`
 		Failed      int    `json:"failed"`
 		Backlog     int    `json:"backlog"`
 		Available   int    `json:"available"`
@@ -73,6 +80,7 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "route-ship", v.Queue)
 	require.Equal(t, 4, v.Concurrency, "worker.concurrency, as the route sets none")
 	require.Equal(t, 2, v.Processing)
+	require.Equal(t, 1, v.Waiting)
 	require.Equal(t, 2, v.Backlog)
 	require.Equal(t, 2, v.Available)
 	require.True(t, v.Paused)
@@ -81,6 +89,48 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "resumed route ship (queue route-ship): workers take its queued deliveries again\n", routes("resume", "ship"))
 	require.Equal(t, "route ship was not paused\n", routes("resume", "ship"))
 	require.Regexp(t, `(?m)^ship\s+active\s`, routes("list"))
+
+	// Each action is audited under the OS user who ran it; listing is not.
+	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	for i, want := range []string{operator.ActionResume, operator.ActionResume, operator.ActionPause} {
+		require.Equal(t, want, entries[i].Action)
+		require.Equal(t, operator.CLIActor(), entries[i].Actor)
+		require.Equal(t, "ship", entries[i].Target)
+	}
+	require.Regexp(t, `^cli:.+`, operator.CLIActor())
+}
+
+// TestClaimsRetryAudited retries one claim and then every failed claim from
+// the CLI: each is an audit row naming the OS user.
+func TestClaimsRetryAudited(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		testfactory.Claim(t.Context(), t, db.Pool, &testfactory.ClaimOpts{EventID: id, Status: claim.Failed,
+			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed, LastError: "500"}}})
+	}
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_2"}, env, &out, io.Discard))
+	require.Equal(t, "stripe/evt_2: reopened 1 delivery; 1 job queued\n", out.String())
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "retry", "--status", "failed"}, env, &out, io.Discard))
+	require.Contains(t, out.String(), "reopened 2 deliveries of 2 failed claims\n")
+	err := run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "stripe/evt_1 is still processing", "refused: no audit row")
+
+	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.Equal(t, operator.ActionBulkRetry, entries[0].Action)
+	require.JSONEq(t, `{"filters":{"status":"failed"},"force":false,"matched":2,"reopened":2,"deliveries":2}`, string(entries[0].Detail))
+	require.Equal(t, operator.ActionRetry, entries[1].Action)
+	require.Equal(t, "stripe/evt_2", entries[1].Target)
+	for _, e := range entries {
+		require.Equal(t, operator.CLIActor(), e.Actor)
+	}
 }
 
 func TestRoutesErrors(t *testing.T) {

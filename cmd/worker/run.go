@@ -20,8 +20,12 @@ import (
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -109,6 +113,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		Config:         cfg,
 		SigningSecrets: secrets.Route,
 		SecretHeaders:  secrets.Headers,
+		Routes:         boot.Routes,
+		Redactor:       boot.Redactor,
 		DB:             pool,
 		Logger:         logger,
 		Metrics:        deliver.NewMetrics(reg, routes),
@@ -123,7 +129,10 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
 	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
-		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger)
+		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
+		WithAudit(func(ctx context.Context) (int, error) {
+			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
+		})
 	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
@@ -153,7 +162,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err
 	}
-	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger),
+	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(deliver.OldestQueuedDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.
@@ -175,6 +184,20 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		o.ui, o.uiPassword = ui, password
 	} else {
 		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
+	}
+
+	if cfg.Console.Enabled() {
+		consoleSecrets, err := cfg.ResolveConsoleSecrets(env.Getenv)
+		if err != nil {
+			return err
+		}
+		files, err := consoleSecretFiles(cfg.Console, logger)
+		if err != nil {
+			return err
+		}
+		o.console = console.New(console.Options{
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Failures: &o.failures,
+		}).Handler()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Worker.Listen)
@@ -250,4 +273,36 @@ func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger)
 	if err := t.Shutdown(fctx); err != nil {
 		logger.Warn("traces not flushed", slog.String("error", err.Error()))
 	}
+}
+
+// consoleSecretFiles opens the console's password_file and token_file
+// secrets by user or token name; a file that cannot be read, or holds fewer
+// than config.MinConsoleSecret bytes, stops the start naming its key.
+func consoleSecretFiles(c config.Console, logger *slog.Logger) (map[string]*secretfile.File, error) {
+	files := map[string]*secretfile.File{}
+	open := func(key, name, path string) error {
+		if path == "" {
+			return nil
+		}
+		f, err := secretfile.Open(path, key, logger)
+		if err != nil {
+			return err
+		}
+		if len(f.Value()) < config.MinConsoleSecret {
+			return fmt.Errorf("%s: file %s holds fewer than %d characters", key, path, config.MinConsoleSecret)
+		}
+		files[name] = f
+		return nil
+	}
+	for i, u := range c.Users {
+		if err := open(fmt.Sprintf("console.users[%d].password_file", i), u.Name, u.PasswordFile); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range c.Tokens {
+		if err := open(fmt.Sprintf("console.tokens[%d].token_file", i), t.Name, t.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -185,7 +186,11 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	store := claim.NewStore(pool, jobs, func(string) int { return 10 })
 	group := ingest.NewGroup(store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
-	srv, err := ingest.New(cfg, secrets, group, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := ingest.New(cfg, table, secrets, group, pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

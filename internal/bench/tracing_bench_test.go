@@ -23,6 +23,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -68,7 +69,11 @@ func BenchmarkIngestTracing(b *testing.B) {
 	defer tp.Shutdown(ctx) //nolint:errcheck // in memory
 
 	serve := func(tracing *telemetry.Tracing) string {
-		srv, err := ingest.New(cfg, secrets, store, pool, discardLogger(), prometheus.NewRegistry())
+		table, err := route.New(cfg, secrets.Headers)
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, err := ingest.New(cfg, table, secrets, store, pool, discardLogger(), prometheus.NewRegistry())
 		if err != nil {
 			b.Fatal(err)
 		}

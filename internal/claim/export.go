@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ type exportedDelivery struct {
 	BusinessKey  string         `json:"business_key"`
 	// Result is the route's recorded result, JSON null when there is none.
 	Result json.RawMessage `json:"result"`
+	After  []string        `json:"after"`
 }
 
 // Export calls emit for every claim f matches, oldest first (by
@@ -101,7 +103,7 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
                 'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, ''),
-                'result', d.result) ORDER BY d.route), '[]')
+                'result', d.result, 'after', d.waits_for) ORDER BY d.route), '[]')
      FROM webhook_deliveries d
      LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
      WHERE d.provider = c.provider AND d.event_id = c.event_id)
@@ -147,7 +149,7 @@ LIMIT ` + strconv.Itoa(page)
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
 					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-					Result: result,
+					Result: result, After: slices.Clone(d.After),
 				})
 			}
 			if err := emit(&e); err != nil {

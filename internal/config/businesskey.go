@@ -1,13 +1,8 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/textproto"
 	"strings"
 )
 
@@ -15,10 +10,10 @@ import (
 const (
 	// KeyFromType takes the event's normalized type.
 	KeyFromType = "type"
-	// keyFromJSON prefixes a dotted path of object keys into the JSON body.
-	keyFromJSON = "json:"
-	// keyFromHeader prefixes a request header's name.
-	keyFromHeader = "header:"
+	// KeyFromJSON prefixes a dotted path of object keys into the JSON body.
+	KeyFromJSON = "json:"
+	// KeyFromHeader prefixes a request header's name.
+	KeyFromHeader = "header:"
 )
 
 // validBusinessKey checks a route's business_key: at least one source, each
@@ -58,16 +53,16 @@ func validKeySource(s string) error {
 	switch {
 	case s == KeyFromType:
 		return nil
-	case strings.HasPrefix(s, keyFromJSON):
-		path := strings.TrimPrefix(s, keyFromJSON)
+	case strings.HasPrefix(s, KeyFromJSON):
+		path := strings.TrimPrefix(s, KeyFromJSON)
 		for seg := range strings.SplitSeq(path, ".") {
 			if seg == "" || strings.ContainsAny(seg, " \t\r\n") {
 				return errors.New(want + " (a path of object keys separated by single dots)")
 			}
 		}
 		return nil
-	case strings.HasPrefix(s, keyFromHeader):
-		name := strings.TrimPrefix(s, keyFromHeader)
+	case strings.HasPrefix(s, KeyFromHeader):
+		name := strings.TrimPrefix(s, KeyFromHeader)
 		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenRune(r) }) >= 0 {
 			return errors.New(want + " (a header name of letters, digits and -)")
 		}
@@ -78,103 +73,4 @@ func validKeySource(s string) error {
 
 func isTokenRune(r rune) bool {
 	return r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-}
-
-// KeyInput is a verified event as a business key reads it. The body is
-// parsed at most once, and only if a route's key reads from it, however
-// many routes ask.
-type KeyInput struct {
-	Type   string
-	Header http.Header
-	Body   []byte
-
-	parsed bool
-	obj    map[string]any
-}
-
-func (in *KeyInput) object() map[string]any {
-	if !in.parsed {
-		in.parsed = true
-		dec := json.NewDecoder(bytes.NewReader(in.Body))
-		// Numbers keep their spelling: a 64-bit id must not be rounded
-		// through float64 into another order's key.
-		dec.UseNumber()
-		var obj map[string]any
-		if dec.Decode(&obj) == nil {
-			if _, err := dec.Token(); errors.Is(err, io.EOF) {
-				in.obj = obj
-			}
-		}
-	}
-	return in.obj
-}
-
-// BusinessKeyOf computes the route's business key for a verified event: its
-// listed values, in order, as a JSON array of strings (so distinct lists
-// give distinct keys). It returns "" and nil when the route has none. When a
-// value is missing (absent, null, empty, or not a string, number or
-// boolean) the error names the source; it is what the delivery fails with,
-// and carries nothing from the event itself.
-func (r Route) BusinessKeyOf(in *KeyInput) (string, error) {
-	if len(r.BusinessKey) == 0 {
-		return "", nil
-	}
-	values := make([]string, len(r.BusinessKey))
-	for i, s := range r.BusinessKey {
-		v, why := keyValue(s, in)
-		if why != "" {
-			return "", fmt.Errorf("business key: %s %s", s, why)
-		}
-		values[i] = v
-	}
-	b, err := json.Marshal(values)
-	if err != nil { // strings always marshal
-		return "", fmt.Errorf("business key: %w", err)
-	}
-	return string(b), nil
-}
-
-// keyValue reads one source; why says what is wrong when it cannot.
-func keyValue(source string, in *KeyInput) (value, why string) {
-	switch {
-	case source == KeyFromType:
-		if in.Type == "" {
-			return "", "is missing: the event has no type"
-		}
-		return in.Type, ""
-	case strings.HasPrefix(source, keyFromHeader):
-		v := in.Header.Get(textproto.CanonicalMIMEHeaderKey(strings.TrimPrefix(source, keyFromHeader)))
-		if v == "" {
-			return "", "is missing from the request"
-		}
-		return v, ""
-	}
-	obj := in.object()
-	if obj == nil {
-		return "", "cannot be read: the body is not a JSON object"
-	}
-	var cur any = obj
-	for seg := range strings.SplitSeq(strings.TrimPrefix(source, keyFromJSON), ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", "is missing from the body"
-		}
-		if cur, ok = m[seg]; !ok {
-			return "", "is missing from the body"
-		}
-	}
-	switch v := cur.(type) {
-	case nil:
-		return "", "is null in the body"
-	case string:
-		if v == "" {
-			return "", "is empty in the body"
-		}
-		return v, ""
-	case json.Number:
-		return v.String(), ""
-	case bool:
-		return fmt.Sprint(v), ""
-	}
-	return "", "is not a string, number or boolean in the body"
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ type Config struct {
 	Retention Retention  `yaml:"retention"`
 	Providers []Provider `yaml:"providers"`
 	Routes    []Route    `yaml:"routes"`
+	// Console configures the operator API and web console; off when empty.
+	Console Console `yaml:"console"`
 }
 
 // Ingest configures the webhook endpoint.
@@ -102,7 +105,17 @@ type Retention struct {
 	// clears, each in a short transaction of its own, so that a large
 	// backlog never holds many row locks at once. Default 1000.
 	BatchSize int `yaml:"batch_size"`
+	// Audit: operator audit rows older than this are deleted. They are not
+	// tied to claims, so they outlive them. Default 8760h (365 days); see
+	// AuditAge.
+	Audit Duration `yaml:"audit"`
 }
+
+// DefaultAuditRetention is retention.audit when unset.
+const DefaultAuditRetention = 365 * 24 * time.Hour
+
+// AuditAge is retention.audit, or its default when unset.
+func (r Retention) AuditAge() time.Duration { return cmp.Or(r.Audit.D(), DefaultAuditRetention) }
 
 // Scheme names accepted in Provider.Scheme.
 const (
@@ -223,9 +236,17 @@ type Route struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Backoff shapes the delay between attempts.
 	Backoff Backoff `yaml:"backoff"`
+	// RetryStatuses lists 4xx statuses (400-499) that this route retries
+	// with its backoff, as it does 5xx: for a downstream that answers, say,
+	// 404 while it starts. Every other 4xx still fails the delivery at once.
+	RetryStatuses []int `yaml:"retry_statuses"`
 	// SigningSecretEnv optionally names a variable holding a Standard Webhooks
 	// secret (whsec_...) used to sign what is forwarded.
 	SigningSecretEnv string `yaml:"signing_secret_env"`
+	// SigningSecretFile names a file holding that secret instead, as a
+	// mounted Kubernetes Secret: read at start and again when it changes,
+	// so a rotation needs no restart. At most one of the two.
+	SigningSecretFile string `yaml:"signing_secret_file"`
 	// BusinessKey optionally lists where the route's business key comes
 	// from: "type", "json:dotted.path" into the body, "header:NAME". The
 	// first claim with a given key gets the route's delivery; a later one
@@ -260,6 +281,15 @@ type Route struct {
 	// Result is an optional jq program over the downstream's JSON answer
 	// to a 2xx; its first value (at most 1 KiB of JSON) is stored on the delivery.
 	Result string `yaml:"result"`
+	// After optionally names routes of the same provider that must complete
+	// before this one runs: its delivery waits, with no job, until the
+	// deliveries of all of them for the same event have completed. The
+	// route matches an event only when each route it names matches it too.
+	After []string `yaml:"after"`
+	// Path is an optional jq program over the provider's JSON body, $event
+	// and $results yielding a string or a list of strings: path segments,
+	// each percent-escaped, appended to URL. The scheme and host are URL's.
+	Path string `yaml:"path"`
 	// TLS configures https connections to URL; empty uses the system roots
 	// and no client certificate. Verification is never switched off.
 	TLS TLS `yaml:"tls"`
@@ -385,6 +415,7 @@ func (c *Config) setDefaults() {
 		r.IdempotencyHeader = cmp.Or(r.IdempotencyHeader, DefaultIdempotencyHeader)
 	}
 	c.defaultConcurrency()
+	c.Console.setDefaults()
 }
 
 // defaultReplayGuard is body for the schemes whose signature does not cover
@@ -420,6 +451,17 @@ func (c *Config) Route(name string) (Route, bool) {
 		}
 	}
 	return Route{}, false
+}
+
+// HasDependents reports whether another route names route in its after:
+// completing route's delivery may release theirs.
+func (c *Config) HasDependents(route string) bool {
+	for _, r := range c.Routes {
+		if slices.Contains(r.After, route) {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxAttempts returns route's max_attempts, or 0 for a route that is not

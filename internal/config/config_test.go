@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,6 +174,20 @@ func TestParseDefaults(t *testing.T) {
 			IdempotencyHeader: "Idempotency-Key",
 		}},
 	}, c)
+}
+
+func TestParseRetryStatuses(t *testing.T) {
+	t.Parallel()
+
+	c, err := Parse([]byte(minimal + "    retry_statuses: [404, 423]\n"))
+	require.NoError(t, err)
+	require.Equal(t, []int{404, 423}, c.Routes[0].RetryStatuses)
+
+	_, err = Parse([]byte(minimal + "    retry_statuses: [404, 502]\n"))
+	require.EqualError(t, err, "routes[0].retry_statuses[1]: 502 is not a 4xx status: retry_statuses lists codes from 400 to 499")
+
+	_, err = Parse([]byte(minimal + "    retry_statuses: [not-found]\n"))
+	require.ErrorContains(t, err, "line 11")
 }
 
 // An explicit zero is indistinguishable from a missing key and takes the
@@ -672,5 +687,19 @@ func TestN8NGuideConfig(t *testing.T) {
 	ship, ok := c.Route("create-shipment")
 	require.True(t, ok)
 	require.Equal(t, "X-Idempotency-Key", ship.IdempotencyHeader)
-	require.Equal(t, ".id", ship.Result)
+	require.Equal(t, "{id: .id}", ship.Result)
+	label, ok := c.Route("buy-label")
+	require.True(t, ok)
+	require.Equal(t, []string{"create-shipment"}, label.After, "the worked example is a chain")
+	require.NotEmpty(t, label.Path)
+	notify, ok := c.Route("notify-ops")
+	require.True(t, ok)
+	require.Equal(t, []int{404}, notify.RetryStatuses, "n8n answers 404 while it registers its webhooks")
+	require.Equal(t, []string{"buy-label"}, notify.After)
+	require.Greater(t, notify.Timeout.D(), 10*time.Second, "a timeout above the workflow's run, not the default")
+	for _, listen := range []string{c.Ingest.Listen, c.Worker.Listen} {
+		host, _, err := net.SplitHostPort(listen)
+		require.NoError(t, err)
+		require.NotContains(t, []string{"", "0.0.0.0", "::"}, host, "the guide binds %q, not every interface", listen)
+	}
 }

@@ -79,3 +79,29 @@ func (c *Config) ResolveSecrets(getenv func(string) string) (Secrets, error) {
 	}
 	return s, v.err()
 }
+
+// Values returns every secret value s holds, for a redactor: provider
+// secrets, signing secrets (a Standard Webhooks secret also without its
+// whsec_ prefix, the form its key is encoded in) and secret header values.
+func (s Secrets) Values() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(s.Provider)) {
+		for _, v := range s.Provider[name] {
+			out = append(out, string(v))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Route)) {
+		v := string(s.Route[name])
+		out = append(out, v)
+		if key, ok := strings.CutPrefix(v, "whsec_"); ok {
+			out = append(out, key)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		h := s.Headers[name]
+		for _, header := range slices.Sorted(maps.Keys(h)) {
+			out = append(out, h[header])
+		}
+	}
+	return out
+}

@@ -170,3 +170,17 @@ func TestResolveSecretHeaders(t *testing.T) {
 		require.NotContains(t, err.Error(), "TOPSECRET")
 	})
 }
+
+func TestSecretsValues(t *testing.T) {
+	t.Parallel()
+	s := Secrets{
+		Provider: map[string][][]byte{"stripe": {[]byte("whsec_current"), []byte("whsec_previous")}},
+		Route:    map[string][]byte{"ship-order": []byte("whsec_c2lnbmluZw==")},
+		Headers:  map[string]map[string]string{"ship-order": {"Authorization": "Bearer sk_live_1", "X-Api-Key": "k-123"}},
+	}
+	require.Equal(t, []string{
+		"whsec_current", "whsec_previous",
+		"whsec_c2lnbmluZw==", "c2lnbmluZw==",
+		"Bearer sk_live_1", "k-123",
+	}, s.Values())
+}

@@ -9,10 +9,10 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/itchyny/gojq"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -80,6 +80,9 @@ func (c *Config) Validate() error {
 			c.Retention.Payloads.D(), c.Retention.Claims.D())
 	}
 	v.positive("retention.interval", c.Retention.Interval)
+	if c.Retention.Audit < 0 {
+		v.positive("retention.audit", c.Retention.Audit)
+	}
 	if c.Retention.BatchSize < 1 || c.Retention.BatchSize > maxRetentionBatch {
 		v.add("retention.batch_size", "must be between 1 and %d, got %d", maxRetentionBatch, c.Retention.BatchSize)
 	}
@@ -142,14 +145,109 @@ func (c *Config) Validate() error {
 		if r.Backoff.Initial > r.Backoff.Max {
 			v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
 		}
+		v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
 		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
+		}
+		switch {
+		case r.SigningSecretFile != "" && r.SigningSecretEnv != "":
+			v.add(key+".signing_secret_file", "is set beside signing_secret_env: name the secret once")
+		case r.SigningSecretFile != "":
+			v.filePath(key+".signing_secret_file", r.SigningSecretFile)
 		}
 		v.validBusinessKey(key+".business_key", r.BusinessKey)
 		v.request(key, r)
 	}
 	c.validateConcurrency(&v)
+	c.validateAfter(&v)
+	v.console(c.Console)
 	return v.err()
+}
+
+// validateAfter checks each route's after: the routes named exist, belong
+// to the same provider, are named once and form no cycle. Errors name the
+// routes involved.
+func (c *Config) validateAfter(v *validator) {
+	index := map[string]int{}
+	for i, r := range c.Routes {
+		if _, dup := index[r.Name]; !dup {
+			index[r.Name] = i
+		}
+	}
+	for i, r := range c.Routes {
+		for j, name := range r.After {
+			key := fmt.Sprintf("routes[%d].after[%d]", i, j)
+			k, ok := index[name]
+			switch {
+			case !ok:
+				v.add(key, "route %q runs after %q, which is not a configured route", r.Name, name)
+			case name == r.Name:
+				v.add(key, "route %q cannot run after itself", r.Name)
+			case c.Routes[k].Provider != r.Provider:
+				v.add(key, "route %q (provider %q) cannot run after %q, a route of provider %q: both must take the same events",
+					r.Name, r.Provider, name, c.Routes[k].Provider)
+			case slices.Contains(r.After[:j], name):
+				v.add(key, "route %q names %q twice", r.Name, name)
+			}
+		}
+	}
+	// A depth-first walk over after; a route met again on the current path
+	// closes a cycle, reported once with the routes on it.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(c.Routes))
+	var path []int
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = onPath
+		path = append(path, i)
+		for _, name := range c.Routes[i].After {
+			k, ok := index[name]
+			if !ok || k == i {
+				continue
+			}
+			switch state[k] {
+			case unseen:
+				visit(k)
+			case onPath:
+				start := slices.Index(path, k)
+				names := make([]string, 0, len(path)-start+1)
+				for _, p := range path[start:] {
+					names = append(names, strconv.Quote(c.Routes[p].Name))
+				}
+				names = append(names, strconv.Quote(c.Routes[k].Name))
+				v.add(fmt.Sprintf("routes[%d].after", i), "routes form a cycle: %s (each runs after the next)",
+					strings.Join(names, " -> "))
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+	}
+	for i := range c.Routes {
+		if state[i] == unseen {
+			visit(i)
+		}
+	}
+}
+
+// retryStatuses checks a route's retry_statuses: 4xx codes, each once.
+// Other classes are not the key's to change: a 2xx is delivered, a 5xx
+// retried already, and a 3xx is a redirect, never followed.
+func (v *validator) retryStatuses(key string, codes []int) {
+	seen := map[int]bool{}
+	for i, code := range codes {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case code < 400 || code > 499:
+			v.add(k, "%d is not a 4xx status: retry_statuses lists codes from 400 to 499", code)
+		case seen[code]:
+			v.add(k, "%d is listed twice", code)
+		}
+		seen[code] = true
+	}
 }
 
 // methods are the HTTP methods a route may send: each carries a body.
@@ -212,9 +310,6 @@ func (v *validator) request(key string, r Route) {
 			v.add(key+".secret_headers."+name, "%q is not an environment variable name", env)
 		}
 	}
-	v.jq(key+".filter", r.Filter)
-	v.jq(key+".body", r.Body)
-	v.jq(key+".result", r.Result)
 	if r.TLS.Set() {
 		if u, err := url.Parse(r.URL); err == nil && u.Scheme != "https" {
 			v.add(key+".tls", "applies only to https URLs")
@@ -224,35 +319,6 @@ func (v *validator) request(key string, r Route) {
 		v.add(key+".tls", "cert_file and key_file go together: give both or neither")
 	}
 }
-
-// JQVariables are the variables every route program may use.
-var JQVariables = []string{"$event"}
-
-// jq checks that src, if given, parses and compiles as a gojq program.
-func (v *validator) jq(key, src string) {
-	if src == "" {
-		return
-	}
-	if err := CheckJQ(src); err != nil {
-		v.add(key, "%v", err)
-	}
-}
-
-// CheckJQ parses and compiles src as a route program would be, so that an
-// error names the problem at load time.
-func CheckJQ(src string) error {
-	q, err := gojq.Parse(src)
-	if err != nil {
-		return fmt.Errorf("is not a valid jq program: %s", clean(err.Error()))
-	}
-	if _, err := gojq.Compile(q, gojq.WithVariables(JQVariables)); err != nil {
-		return fmt.Errorf("does not compile as jq: %s", clean(err.Error()))
-	}
-	return nil
-}
-
-// clean keeps an error on one line.
-func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (v *validator) provider(key string, p Provider) {
 	known := false
@@ -309,9 +375,7 @@ func (v *validator) provider(key string, p Provider) {
 		paths []string
 	}{{"secrets_file", p.SecretsFile}, {"public_keys_file", p.PublicKeysFile}} {
 		for j, path := range f.paths {
-			if path == "" || strings.ContainsRune(path, 0) {
-				v.add(fmt.Sprintf("%s.%s[%d]", key, f.field, j), "%q is not a file path", path)
-			}
+			v.filePath(fmt.Sprintf("%s.%s[%d]", key, f.field, j), path)
 		}
 	}
 	v.positive(key+".tolerance", p.Tolerance)
@@ -476,4 +540,12 @@ func cleanYAMLError(err error) error {
 		return errors.New(strings.Join(msgs, "\n"))
 	}
 	return err
+}
+
+// filePath checks that path can name a file; whether it can be read is
+// checked where it is read, at start.
+func (v *validator) filePath(key, path string) {
+	if path == "" || strings.ContainsRune(path, 0) {
+		v.add(key, "%q is not a file path", path)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,8 +26,9 @@ type verdict int
 const (
 	// delivered: a 2xx; the delivery is completed.
 	delivered verdict = iota + 1
-	// retryable: worth another attempt (408, 409, 425, 429, 5xx, timeout,
-	// connection error) while attempts remain.
+	// retryable: worth another attempt (408, 409, 425, 429, 5xx, a 4xx in
+	// the route's retry_statuses, timeout, connection error) while attempts
+	// remain.
 	retryable
 	// rejected: no attempt will do better (any other 4xx, a redirect); the
 	// delivery fails at once.
@@ -95,9 +97,13 @@ func classifyStatus(code int) verdict {
 }
 
 // classifyResponse classifies a response from its status, headers and the
-// first bytes of its body.
-func classifyResponse(code int, h http.Header, body []byte, now time.Time) callResult {
+// first bytes of its body. retry is the route's retry_statuses: 4xx codes
+// it retries rather than rejects.
+func classifyResponse(code int, h http.Header, body []byte, now time.Time, retry ...int) callResult {
 	o := callResult{verdict: classifyStatus(code), status: code}
+	if o.verdict == rejected && slices.Contains(retry, code) {
+		o.verdict = retryable
+	}
 	if o.verdict == delivered {
 		return o
 	}

@@ -87,6 +87,31 @@ func TestClassifyResponse(t *testing.T) {
 	}
 }
 
+// A route's retry_statuses turn the 4xx codes it lists into retryable
+// answers, Retry-After honoured; other codes keep their verdict.
+func TestClassifyResponseRetryStatuses(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	retry := []int{404, 423}
+	for _, tt := range []struct {
+		code int
+		want verdict
+	}{
+		{404, retryable}, {423, retryable}, {429, retryable},
+		{400, rejected}, {410, rejected}, {302, rejected},
+		{200, delivered}, {503, retryable},
+	} {
+		o := classifyResponse(tt.code, http.Header{"Retry-After": {"3"}}, []byte("Not registered\n"), now, retry...)
+		require.Equal(t, tt.want, o.verdict, "HTTP %d", tt.code)
+		if tt.want == retryable {
+			require.Equal(t, 3*time.Second, o.retryAfter, "HTTP %d", tt.code)
+		}
+	}
+	o := classifyResponse(404, http.Header{}, []byte("The requested webhook is not registered."), now, retry...)
+	require.Equal(t, "HTTP 404 Not Found: The requested webhook is not registered.", o.reason)
+	require.Equal(t, rejected, classifyResponse(404, http.Header{}, nil, now).verdict, "without retry_statuses")
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

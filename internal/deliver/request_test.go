@@ -189,7 +189,7 @@ func TestShapedRequest(t *testing.T) {
 	bd.Route = "broken"
 	o := w.call(context.Background(), broken, bd, 1)
 	require.Equal(t, rejected, o.verdict, "a program that fails fails for good: no attempt would do better")
-	require.Equal(t, "route program failed: body: ascii_downcase cannot be applied to: number (42)", o.reason)
+	require.Equal(t, "route program failed: routes[1].body: ascii_downcase cannot be applied to: number", o.reason)
 }
 
 func TestRouteClientTLSFiles(t *testing.T) {
@@ -211,4 +211,61 @@ func TestRouteClientTLSFiles(t *testing.T) {
 		_, err := NewWorker(Options{Config: cfg})
 		require.EqualError(t, err, tt.want)
 	}
+}
+
+// TestSigningSecretFileRotates: a route's signing_secret_file is read at
+// start and again when it changes, so the attempts after a rotation are
+// signed with the new secret (and no longer with the old) without a
+// restart, and a file that stops holding a secret names its key.
+func TestSigningSecretFileRotates(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/signing-secret"
+	require.NoError(t, os.WriteFile(path, []byte(testSigningSecret+"\n"), 0o600))
+	cfg := &config.Config{Routes: []config.Route{
+		{Name: "ship", URL: "http://downstream.internal/hooks/ship", SigningSecretFile: path},
+	}}
+	w, err := NewWorker(Options{Config: cfg})
+	require.NoError(t, err)
+	r, _ := w.routes.Route("ship")
+	payload := []byte(`{"id":"evt_1"}`)
+	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "t", Payload: payload}
+	sign := func() (http.Header, error) {
+		req, err := w.request(context.Background(), r, d, 1)
+		if err != nil {
+			return nil, err
+		}
+		return req.Header, nil
+	}
+	oldWH, err := standardwebhooks.NewWebhook(testSigningSecret)
+	require.NoError(t, err)
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("the rotated key, 32 bytes long.."))
+	newWH, err := standardwebhooks.NewWebhook(newSecret)
+	require.NoError(t, err)
+
+	h, err := sign()
+	require.NoError(t, err)
+	require.NoError(t, oldWH.Verify(payload, h), "signed with the file's secret at start")
+
+	require.NoError(t, os.WriteFile(path, []byte(newSecret), 0o600))
+	require.Eventually(t, func() bool {
+		h, err := sign()
+		return err == nil && newWH.Verify(payload, h) == nil
+	}, 30*time.Second, 50*time.Millisecond, "the rotated secret is never used")
+	h, err = sign()
+	require.NoError(t, err)
+	require.Error(t, oldWH.Verify(payload, h), "the old secret signs nothing after the rotation")
+
+	require.NoError(t, os.WriteFile(path, []byte("whsec_not base64!"), 0o600))
+	require.Eventually(t, func() bool {
+		_, err := sign()
+		return err != nil
+	}, 30*time.Second, 50*time.Millisecond, "a file that no longer holds a secret still signs")
+	_, err = sign()
+	require.ErrorContains(t, err, "routes[0].signing_secret_file: file "+path+" does not hold a Standard Webhooks secret")
+	require.NotContains(t, err.Error(), "not base64!")
+
+	_, err = NewWorker(Options{Config: &config.Config{Routes: []config.Route{
+		{Name: "ship", URL: "http://downstream.internal/hooks/ship", SigningSecretFile: path + ".missing"},
+	}}})
+	require.ErrorContains(t, err, "routes[0].signing_secret_file: cannot read "+path+".missing")
 }

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// SecretHeaders holds the values of each route's secret_headers
 	// (config.Secrets.Headers).
 	SecretHeaders map[string]map[string]string
+	// Redactor removes secrets from what downstreams answer before it is
+	// stored or logged. Default: one of SigningSecrets and SecretHeaders.
+	Redactor *sanitize.Redactor
+	// Routes is Config's route table, compiled with SecretHeaders.
+	// Default: compiled here (route.New).
+	Routes *route.Table
 	// DB is where the worker reads deliveries and records attempts: the
 	// pool in production, a test's transaction under rivertest.
 	DB claim.DB
@@ -111,12 +118,13 @@ type Worker struct {
 	cfg     *config.Config
 	routes  *route.Table
 	clients map[string]*http.Client
-	signers map[string]*standardwebhooks.Webhook
+	signers map[string]*signer
 	loads   *loader
 	ends    *completer
 	logger  *slog.Logger
 	metrics *Metrics
 	tracer  tracer
+	redact  *sanitize.Redactor
 	now     func() time.Time
 
 	// hints carries a Retry-After from Work to NextRetry, by job ID. River
@@ -145,20 +153,24 @@ func callWait(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() /
 // route cannot be compiled, its TLS files cannot be read, or its signing
 // secret is not a Standard Webhooks secret (never quoting the value).
 func NewWorker(o Options) (*Worker, error) {
-	routes, err := route.New(o.Config, o.SecretHeaders)
-	if err != nil {
-		return nil, err
+	routes := o.Routes
+	var err error
+	if routes == nil {
+		if routes, err = route.New(o.Config, o.SecretHeaders); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{
 		cfg:     o.Config,
 		routes:  routes,
 		clients: map[string]*http.Client{},
-		signers: map[string]*standardwebhooks.Webhook{},
+		signers: map[string]*signer{},
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config)),
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config), o.Config.HasDependents, o.Config.MaxAttempts),
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
+		redact:  redactorOf(o),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 		calls:   map[string]chan struct{}{},
@@ -179,16 +191,24 @@ func NewWorker(o Options) (*Worker, error) {
 		w.logger = slog.New(slog.DiscardHandler)
 	}
 	for i, r := range o.Config.Routes {
-		secret, ok := o.SigningSecrets[r.Name]
-		if !ok {
-			continue
+		var s *signer
+		if r.SigningSecretFile != "" {
+			key := fmt.Sprintf("routes[%d].signing_secret_file", i)
+			file, err := secretfile.Open(r.SigningSecretFile, key, w.logger)
+			if err != nil {
+				return nil, err
+			}
+			if s, err = newSigner(key+": file "+r.SigningSecretFile, nil, file); err != nil {
+				return nil, err
+			}
+		} else if secret, ok := o.SigningSecrets[r.Name]; ok {
+			if s, err = newSigner(fmt.Sprintf("routes[%d].signing_secret_env: %s", i, r.SigningSecretEnv), secret, nil); err != nil {
+				return nil, err
+			}
 		}
-		wh, err := standardwebhooks.NewWebhook(string(secret))
-		if err != nil {
-			return nil, fmt.Errorf("routes[%d].signing_secret_env: %s does not hold a Standard Webhooks secret (whsec_ followed by base64)",
-				i, r.SigningSecretEnv)
+		if s != nil {
+			w.signers[r.Name] = s
 		}
-		w.signers[r.Name] = wh
 	}
 	return w, nil
 }
@@ -380,6 +400,7 @@ func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, att
 	defer cancel()
 	ctx, span := w.tracer.startDownstream(ctx, r)
 	o := w.send(ctx, r, d, attempt, timeout)
+	w.redactResult(&o)
 	endDownstream(span, o)
 	return o
 }
@@ -406,7 +427,7 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return classifyResponse(resp.StatusCode, resp.Header, head, w.now())
+	return classifyResponse(resp.StatusCode, resp.Header, w.redactHead(head), w.now(), r.RetryStatuses...)
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's

@@ -163,7 +163,7 @@ func TestRouteCallsTheDownstreamAPI(t *testing.T) {
 		c, ds := s.waitStatus(e.id, claim.Failed, settle)
 		d := deliveryOf(t, ds, "create-label")
 		require.Equal(t, claim.DeliveryFailed, d.Status)
-		require.Equal(t, `route program failed: body: tonumber cannot be applied to "heavy": invalid number`, d.LastError)
+		require.Equal(t, `route program failed: routes[1].body: tonumber cannot be applied to its input`, d.LastError)
 		require.Zero(t, d.AttemptCount, "nothing was sent, so no attempt is counted")
 		require.Empty(t, s.down.callsFor(key(e.id, "create-label")))
 		require.Equal(t, d.LastError, c.LastError)

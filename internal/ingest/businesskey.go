@@ -1,25 +1,22 @@
 package ingest
 
 import (
-	"net/http"
-
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 // businessKeys computes a verified event's business key for each of routes
-// that has one. The body is parsed once however many routes read it, and
-// not at all when none does. A key that cannot be computed is handed on as
-// missing, so that its delivery fails naming the field rather than being
-// sent without its key or silently dropped.
-func businessKeys(routes []config.Route, eventType string, h http.Header, body []byte) []claim.BusinessKey {
+// that has one, from in, whose body is parsed once for filters and keys
+// alike. A key that cannot be computed is handed on as missing, so that its
+// delivery fails naming the field rather than being sent without its key or
+// silently dropped.
+func businessKeys(routes []*route.Route, in *route.Input) []claim.BusinessKey {
 	var keys []claim.BusinessKey
-	in := &config.KeyInput{Type: eventType, Header: h, Body: body}
 	for _, r := range routes {
-		if len(r.BusinessKey) == 0 {
+		if !r.HasBusinessKey() {
 			continue
 		}
-		k, err := r.BusinessKeyOf(in)
+		k, err := r.BusinessKey(in)
 		if err != nil {
 			keys = append(keys, claim.BusinessKey{Route: r.Name, Missing: err.Error()})
 			continue
@@ -27,4 +24,20 @@ func businessKeys(routes []config.Route, eventType string, h http.Header, body [
 		keys = append(keys, claim.BusinessKey{Route: r.Name, Key: k})
 	}
 	return keys
+}
+
+// after returns, for each of routes that runs after others, the routes it
+// names (claim.Event.After); nil when none does.
+func after(routes []*route.Route) map[string][]string {
+	var m map[string][]string
+	for _, r := range routes {
+		if len(r.After) == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string][]string{}
+		}
+		m[r.Name] = r.After
+	}
+	return m
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -94,7 +95,9 @@ func FuzzWebhook(f *testing.F) {
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{})
 	require.NoError(f, err)
 	store := claim.NewStore(db.Pool, jobs, cfg.MaxAttempts)
-	srv, err := ingest.New(cfg, secrets, store, db.Pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	require.NoError(f, err)
+	srv, err := ingest.New(cfg, table, secrets, store, db.Pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(f, err)
 	handler := srv.Handler()
 

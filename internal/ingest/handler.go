@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/verify"
@@ -134,7 +133,9 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		return "invalid", "", err
 	}
 
-	routes := s.match(req.Context(), name, ev, body)
+	// The body as the verifier parsed it is shared by filters and keys.
+	in := route.NewInput(route.Event{Provider: name, ID: ev.ID, Type: ev.Type}, req.Header, body, ev.Body)
+	routes := s.match(req.Context(), in)
 	names := make([]string, len(routes))
 	for i, r := range routes {
 		names[i] = r.Name
@@ -155,7 +156,8 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		Payload:         body,
 		GuardBody:       p.guardBody,
 		// Computed only now, from verified bytes.
-		BusinessKeys: businessKeys(routes, ev.Type, req.Header, body),
+		BusinessKeys: businessKeys(routes, in),
+		After:        after(routes),
 		JobMetadata:  meta,
 	}, names, p.reopen)
 	if errors.Is(err, claim.ErrUnstorable) {
@@ -263,8 +265,9 @@ func contentType(h http.Header) (string, error) {
 // match returns the routes that take a verified event: by type, then by
 // filter. A filter that says no, or fails, is counted and (when it failed)
 // logged; the route simply gets no delivery.
-func (s *Server) match(ctx context.Context, provider string, ev verify.Event, body []byte) []config.Route {
-	names, unmatched := s.table.Match(ctx, route.Event{Provider: provider, ID: ev.ID, Type: ev.Type}, body)
+func (s *Server) match(ctx context.Context, in *route.Input) []*route.Route {
+	routes, unmatched := s.table.Match(ctx, in)
+	provider, ev := in.Event.Provider, in.Event
 	for _, u := range unmatched {
 		if u.Err == nil {
 			s.metrics.filtered.WithLabelValues(u.Route, filterFalse).Inc()
@@ -274,11 +277,6 @@ func (s *Server) match(ctx context.Context, provider string, ev verify.Event, bo
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "route filter failed; the route does not take the event",
 			slog.String("provider", provider), slog.String("event_id", ev.ID), slog.String("route", u.Route),
 			slog.String("error", capLog(u.Err.Error())))
-	}
-	routes := make([]config.Route, len(names))
-	for i, n := range names {
-		r, _ := s.table.Route(n)
-		routes[i] = r.Route
 	}
 	return routes
 }

@@ -2,29 +2,22 @@ package ingest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
 // secretFileCheck is how often, at most, a provider's secret files are read
-// again to see whether they changed. Kubernetes updates a mounted secret
-// within about a minute of the Secret's change; a second is far below that
-// and costs one small read per provider per second under load.
-const secretFileCheck = time.Second
-
-// maxSecretFile bounds a secret or public-key file: a PEM key is well
-// under a kilobyte.
-const maxSecretFile = 64 << 10
+// again to see whether they changed: one small read per provider per
+// second under load.
+const secretFileCheck = secretfile.Check
 
 // fileVerifier is the verifier of a provider with secrets_file or
 // public_keys_file: the files are read at start and again, at most every
@@ -87,7 +80,7 @@ func newFileVerifier(provider string, files []secretFile, fixed [][]byte, build 
 func (f *fileVerifier) read() ([][]byte, error) {
 	out := make([][]byte, len(f.files))
 	for i, sf := range f.files {
-		b, err := readSecretFile(sf.path)
+		b, err := secretfile.Read(sf.path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sf.key, err)
 		}
@@ -97,29 +90,6 @@ func (f *fileVerifier) read() ([][]byte, error) {
 		out[i] = b
 	}
 	return out, nil
-}
-
-// readSecretFile reads a secret without its one trailing newline (what an
-// editor or `echo` leaves), refusing an empty or oversized file. Its
-// errors name the path, never the contents.
-func readSecretFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxSecretFile+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cannot read %s", path)
-	case len(b) > maxSecretFile:
-		return nil, fmt.Errorf("file %s is larger than %d bytes", path, maxSecretFile)
-	}
-	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-	if len(b) == 0 {
-		return nil, fmt.Errorf("file %s is empty", path)
-	}
-	return b, nil
 }
 
 // Verify implements verify.Verifier with the current secrets.

@@ -69,13 +69,9 @@ type Server struct {
 	lines lineBudget
 }
 
-// New builds the server. It fails when a provider's verifier cannot be
-// built from its settings and secrets, or a route cannot be compiled.
-func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
-	table, err := route.New(cfg, secrets.Headers)
-	if err != nil {
-		return nil, err
-	}
+// New builds the server over cfg's routes, compiled (route.New). It fails
+// when a provider's verifier cannot be built from its settings and secrets.
+func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims Claimer, db Pinger, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
 	s := &Server{
 		table:     table,
 		cfg:       cfg,
@@ -115,6 +111,7 @@ func New(cfg *config.Config, secrets config.Secrets, claims Claimer, db Pinger, 
 			ScopeFrom:       p.ScopeFrom,
 		}
 		var v verify.Verifier
+		var err error
 		if files := providerFiles(i, p); len(files) > 0 {
 			build := func(secrets [][]byte) (verify.Verifier, error) {
 				c := vc

@@ -20,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 const handlerSecret = "whsec_ingest_handler_test"
@@ -66,7 +67,9 @@ func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
 	require.NoError(t, err)
 	store := claim.NewStore(db, jobs, cfg.MaxAttempts)
 	logs := &bytes.Buffer{}
-	srv, err := ingest.New(cfg, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	require.NoError(t, err)
+	srv, err := ingest.New(cfg, table, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
 	require.NoError(t, err)
 	return &bundle{db: db, store: store, handler: srv.Handler(), logs: logs}
 }

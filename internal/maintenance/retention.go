@@ -37,6 +37,15 @@ type Retainer struct {
 	policy  claim.Retention
 	metrics *RetentionMetrics
 	logger  *slog.Logger
+	// audit, when set, deletes the audit rows retention.audit lets go.
+	audit func(context.Context) (int, error)
+}
+
+// WithAudit makes every run also call prune, which deletes the audit rows
+// past retention.audit and returns how many.
+func (r *Retainer) WithAudit(prune func(context.Context) (int, error)) *Retainer {
+	r.audit = prune
+	return r
 }
 
 // NewRetainer returns the retention worker for cfg's retention section.
@@ -64,10 +73,13 @@ func (r *Retainer) Work(ctx context.Context, _ *river.Job[RetentionArgs]) error 
 	start := time.Now()
 	res, err := r.store.Prune(ctx, r.policy)
 	r.metrics.add(res)
-	attrs := []slog.Attr{
-		slog.Int("deleted", res.Deleted), slog.Int("payloads_cleared", res.PayloadsCleared),
-		slog.Duration("duration", time.Since(start)),
+	attrs := []slog.Attr{slog.Int("deleted", res.Deleted), slog.Int("payloads_cleared", res.PayloadsCleared)}
+	if r.audit != nil && err == nil {
+		var audited int
+		audited, err = r.audit(ctx)
+		attrs = append(attrs, slog.Int("audit_deleted", audited))
 	}
+	attrs = append(attrs, slog.Duration("duration", time.Since(start)))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		r.logger.LogAttrs(ctx, slog.LevelWarn, "applied retention in part; the next run goes on", attrs...)

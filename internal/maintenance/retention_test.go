@@ -146,3 +146,26 @@ func TestRiverJobRetention(t *testing.T) {
 		})
 	}
 }
+
+type fakePruner struct{ res claim.PruneResult }
+
+func (f fakePruner) Prune(context.Context, claim.Retention) (claim.PruneResult, error) {
+	return f.res, nil
+}
+
+// A retainer given the audit's pruning runs it with each run, and logs
+// what it deleted in the run's line.
+func TestRetainerPrunesTheAudit(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	calls := 0
+	r := maintenance.NewRetainer(fakePruner{claim.PruneResult{Deleted: 2}}, config.Retention{Interval: config.Duration(time.Hour)},
+		time.Minute, nil, slog.New(slog.NewJSONHandler(&logs, nil))).
+		WithAudit(func(context.Context) (int, error) { calls++; return 3, nil })
+	require.NoError(t, r.Work(t.Context(), &river.Job[maintenance.RetentionArgs]{}))
+	require.Equal(t, 1, calls)
+	lines := logs.lines("applied retention")
+	require.Len(t, lines, 1)
+	require.EqualValues(t, 3, lines[0]["audit_deleted"])
+	require.EqualValues(t, 2, lines[0]["deleted"])
+}

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -50,8 +51,8 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Result, e
 		return res, fmt.Errorf("connecting to the database: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return res, fmt.Errorf("taking the migration lock: %w", err)
+	if err := lock(ctx, conn); err != nil {
+		return res, err
 	}
 	defer func() {
 		// A fresh context: the lock must be released even when ctx is done.
@@ -81,6 +82,33 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Result, e
 	}
 	res.Hookgate = applied
 	return res, nil
+}
+
+// lockPoll is how often a run waiting for another's migration lock tries
+// again.
+const lockPoll = 200 * time.Millisecond
+
+// lock takes the migration lock on conn, trying every lockPoll until ctx
+// ends. It polls rather than waiting in pg_advisory_lock: a statement
+// waiting there holds a snapshot for as long as it waits, and CREATE INDEX
+// CONCURRENTLY (in a migration without a transaction) waits for every
+// older snapshot of its database to go, so the run holding the lock would
+// wait for the runs waiting for it, for ever.
+func lock(ctx context.Context, conn *pgxpool.Conn) error {
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&got); err != nil {
+			return fmt.Errorf("taking the migration lock: %w", err)
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for another migrate run's lock: %w", ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
 }
 
 func upHookgate(ctx context.Context, db *sql.DB) ([]int64, error) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/itchyny/gojq"
 
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
@@ -25,10 +24,16 @@ const EvalTimeout = time.Second
 const maxErrorLen = 300
 
 // program is one compiled jq program of a route, safe for concurrent use.
-// It sees the input as . and the event as $event; it reads no environment
-// variables ($ENV and env are empty) and no further inputs.
+// It sees the input as ., the event as $event and its predecessors'
+// results as $results; it reads no environment
+// variables ($ENV and env are empty) and no further inputs. It is compiled
+// rewritten so that what it builds is bounded (see BuildBytes).
 type program struct {
+	// key names the program in errors: routes[2].body.
+	key  string
 	code *gojq.Code
+	// literals are the program's string constants, which its errors may quote.
+	literals map[string]bool
 }
 
 // noNow shadows jq's now in body programs: the bytes of a delivery must be
@@ -41,34 +46,42 @@ func compile(key, src string, deterministic bool) (*program, error) {
 	if src == "" {
 		return nil, nil
 	}
-	if err := config.CheckJQ(src); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	if deterministic {
-		src = noNow + src
-	}
 	q, err := gojq.Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
 	}
-	code, err := gojq.Compile(q, gojq.WithVariables(config.JQVariables))
-	if err != nil {
+	if err := checkProgram(q); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	p := &program{key: key, literals: stringLiterals(q)}
+	if deterministic {
+		src = noNow + src
+		p.literals["now is not allowed here: the body must be the same on every attempt"] = true
+	}
+	if q, err = gojq.Parse(prelude(q) + src); err != nil {
+		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
+	}
+	rewrite(q)
+	opts := append([]gojq.CompilerOption{gojq.WithVariables([]string{"$event", "$results", budgetVar})}, checks...)
+	if p.code, err = gojq.Compile(q, opts...); err != nil {
 		return nil, fmt.Errorf("%s: does not compile as jq: %s", key, sanitize.Line(err.Error()))
 	}
-	return &program{code: code}, nil
+	return p, nil
 }
 
-// run evaluates p over in and calls yield with each value until yield
-// returns false, within EvalTimeout. An error is the program's, bounded and
-// on one line.
+// run evaluates p over in, a document of inputSize bytes, with $event ev
+// and $results results (see Route.results), and calls yield
+// with each value until yield returns false, within EvalTimeout and the
+// bounds of BuildBytes. An error is the program's, names p's key, and
+// quotes none of the values it failed on.
 //
 // When the caller's ctx ends first, run returns a *stopped error, which is
 // not the program's fault.
-func (p *program) run(ctx context.Context, in any, ev map[string]any, yield func(v any) bool) error {
+func (p *program) run(ctx context.Context, in any, inputSize int, ev, results map[string]any, yield func(v any) bool) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
-	iter := p.code.RunWithContext(ctx, in, ev)
+	iter := p.code.RunWithContext(ctx, in, ev, results, newBudget(inputSize))
 	for {
 		v, ok := iter.Next()
 		if !ok {
@@ -79,9 +92,9 @@ func (p *program) run(ctx context.Context, in any, ev map[string]any, yield func
 			case parent.Err() != nil:
 				return &stopped{err: parent.Err()}
 			case errors.Is(err, context.DeadlineExceeded):
-				return fmt.Errorf("took longer than %s", EvalTimeout)
+				return fmt.Errorf("%s: took longer than %s", p.key, EvalTimeout)
 			}
-			return errors.New(describe(err))
+			return fmt.Errorf("%s: %s", p.key, describe(err, p.literals))
 		}
 		if !yield(v) {
 			return nil
@@ -95,13 +108,10 @@ type stopped struct{ err error }
 func (s *stopped) Error() string { return "evaluation stopped: " + s.err.Error() }
 func (s *stopped) Unwrap() error { return s.err }
 
-// describe is a jq error as one bounded line of printable text.
-func describe(err error) string {
-	var halt *gojq.HaltError
-	if errors.As(err, &halt) && halt.Value() == nil {
-		return "halted"
-	}
-	return sanitize.Cut(sanitize.Line(err.Error()), maxErrorLen)
+// describe is a jq error as one bounded line of printable text that quotes
+// none of the values it failed on (see describeJQ).
+func describe(err error, literals map[string]bool) string {
+	return sanitize.Cut(sanitize.Line(describeJQ(err, literals)), maxErrorLen)
 }
 
 // decode parses a JSON document as jq sees it: numbers stay json.Number, so

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -66,23 +67,23 @@ func TestMatch(t *testing.T) {
 
 	t.Run("FilterTrueMatches", func(t *testing.T) {
 		t.Parallel()
-		matched, unmatched := tab.Match(ctx, checkout, payload("true"))
+		matched, unmatched := matchNames(tab, ctx, checkout, payload("true"))
 		require.Equal(t, []string{"create-shipment", "notify"}, matched)
 		require.Len(t, unmatched, 1)
 		require.Equal(t, "broken-filter", unmatched[0].Route)
-		require.ErrorContains(t, unmatched[0].Err, "filter failed: ascii_downcase cannot be applied to: number (1234)")
+		require.EqualError(t, unmatched[0].Err, "routes[2].filter: ascii_downcase cannot be applied to: number")
 	})
 
 	t.Run("FilterFalseDoesNotMatchAndSiblingsStillDo", func(t *testing.T) {
 		t.Parallel()
-		matched, unmatched := tab.Match(ctx, checkout, payload("false"))
+		matched, unmatched := matchNames(tab, ctx, checkout, payload("false"))
 		require.Equal(t, []string{"notify"}, matched)
 		require.Equal(t, []Unmatched{{Route: "create-shipment"}, unmatched[1]}, unmatched)
 	})
 
 	t.Run("BodyThatIsNotJSONMatchesNoFilter", func(t *testing.T) {
 		t.Parallel()
-		matched, unmatched := tab.Match(ctx, checkout, []byte("ship=true"))
+		matched, unmatched := matchNames(tab, ctx, checkout, []byte("ship=true"))
 		require.Equal(t, []string{"notify"}, matched)
 		require.Len(t, unmatched, 2)
 		require.ErrorContains(t, unmatched[0].Err, "the event body is not JSON")
@@ -90,7 +91,7 @@ func TestMatch(t *testing.T) {
 
 	t.Run("TypePatternsComeFirst", func(t *testing.T) {
 		t.Parallel()
-		matched, unmatched := tab.Match(ctx, Event{Provider: "stripe", ID: "evt_2", Type: "invoice.paid"}, []byte("not json"))
+		matched, unmatched := matchNames(tab, ctx, Event{Provider: "stripe", ID: "evt_2", Type: "invoice.paid"}, []byte("not json"))
 		require.Equal(t, []string{"other-provider"}, matched)
 		require.Len(t, unmatched, 1, "only the filter of a route whose type matched runs")
 	})
@@ -99,11 +100,11 @@ func TestMatch(t *testing.T) {
 		t.Parallel()
 		for _, filter := range []string{`"true"`, `1`, `empty`, `[true]`, `null`, `false, true`} {
 			tab := setup(t, strings.Replace(routesYAML, `'.data.object.metadata.ship == "true"'`, "'"+filter+"'", 1))
-			matched, _ := tab.Match(ctx, checkout, payload("true"))
+			matched, _ := matchNames(tab, ctx, checkout, payload("true"))
 			require.NotContains(t, matched, "create-shipment", filter)
 		}
 		tab := setup(t, strings.Replace(routesYAML, `'.data.object.metadata.ship == "true"'`, "'true, false'", 1))
-		matched, _ := tab.Match(ctx, checkout, payload("true"))
+		matched, _ := matchNames(tab, ctx, checkout, payload("true"))
 		require.Contains(t, matched, "create-shipment", "the first value decides")
 	})
 }
@@ -148,14 +149,16 @@ func TestBody(t *testing.T) {
 
 	for _, tt := range []struct{ name, program, input, want string }{
 		{"RunTimeError", `.data.object.amount_total | ascii_downcase`, string(payload("true")),
-			"route program failed: body: ascii_downcase cannot be applied to: number (1234)"},
-		{"NoValue", `empty`, `{}`, "route program failed: body: the program yielded no value; it must yield one"},
-		{"TwoValues", `1, 2`, `{}`, "route program failed: body: the program yielded more than one value; it must yield one"},
-		{"NotJSON", `.`, `ship=true`, "route program failed: body: the event body is not JSON"},
-		{"RunsTooLong", `[range(1e15)] | length`, `{}`, "route program failed: body: took longer than 1s"},
-		{"ReadsTheClock", `{at: now}`, `{}`, "route program failed: body: error: now is not allowed here: the body must be the same on every attempt"},
-		{"TooLarge", `"x" * 1100000`, `{}`, "route program failed: body: the value is 1100002 bytes of JSON, over the 1048576 allowed"},
-		{"ErrorTextIsBounded", `error("x" * 1000 + "\n")`, `{}`, "route program failed: body: error: " + strings.Repeat("x", 290) + "…"},
+			"route program failed: routes[0].body: ascii_downcase cannot be applied to: number"},
+		{"NoValue", `empty`, `{}`, "route program failed: routes[0].body: the program yielded no value; it must yield one"},
+		{"TwoValues", `1, 2`, `{}`, "route program failed: routes[0].body: the program yielded more than one value; it must yield one"},
+		{"NotJSON", `.`, `ship=true`, "route program failed: routes[0].body: the event body is not JSON"},
+		{"RunsTooLong", `last(range(1e15))`, `{}`, "route program failed: routes[0].body: took longer than 1s"},
+		{"ReadsTheClock", `{at: now}`, `{}`, "route program failed: routes[0].body: error: now is not allowed here: the body must be the same on every attempt"},
+		{"TooLarge", `"x" * 1100000`, `{}`, "route program failed: routes[0].body: the value is 1100002 bytes of JSON, over the 1048576 allowed"},
+		{"ErrorTextIsBounded", `error("` + strings.Repeat("x", 1000) + `\n")`, `{}`, "route program failed: routes[0].body: error: " + strings.Repeat("x", 290) + "…"},
+		{"ComputedErrorIsNotQuoted", `error("card " + .card)`, `{"card":"4242424242424242"}`,
+			"route program failed: routes[0].body: error raised with a string (not quoted: it may hold body text)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -194,14 +197,14 @@ func TestResult(t *testing.T) {
 	require.Equal(t, `"shp_123"`, string(got))
 
 	got, err = ship.Result(ctx, checkout, []byte(`[]`))
-	require.ErrorContains(t, err, "result: expected an object but got: array ([])")
+	require.EqualError(t, err, "routes[0].result: expected an object but got: array")
 	require.Nil(t, got)
 
 	_, err = ship.Result(ctx, checkout, []byte(`<html>`))
-	require.EqualError(t, err, "result: the response is not JSON")
+	require.EqualError(t, err, "routes[0].result: the response is not JSON")
 
 	_, err = ship.Result(ctx, checkout, []byte(`{"id":"`+strings.Repeat("x", 1100)+`"}`))
-	require.EqualError(t, err, "result: the value is 1102 bytes of JSON, over the 1024 allowed")
+	require.EqualError(t, err, "routes[0].result: the value is 1102 bytes of JSON, over the 1024 allowed")
 
 	notify, _ := tab.Route("notify")
 	got, err = notify.Result(ctx, checkout, []byte(`{"id":"x"}`))
@@ -251,7 +254,7 @@ func TestConcurrentUse(t *testing.T) {
 				if err != nil || string(got) != string(want) {
 					t.Errorf("got %s, %v", got, err)
 				}
-				matched, _ := tab.Match(context.Background(), checkout, payload("true"))
+				matched, _ := matchNames(tab, context.Background(), checkout, payload("true"))
 				if len(matched) != 2 {
 					t.Errorf("matched %v", matched)
 				}
@@ -259,4 +262,59 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// jq programs are compiled once, by New, and each error names its key;
+// config holds them as plain text.
+func TestNewNamesTheKeyOfABadProgram(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ from, to, want string }{
+		{`body: '{order: .data.object.metadata.order_id, amount: .data.object.amount_total, key: $event.idempotency_key}'`,
+			`body: '{order: .id'`, "routes[0].body: is not a valid jq program: unexpected EOF"},
+		{`filter: '.data.object.metadata.ship == "true"'`, `filter: '$order.id'`,
+			"routes[0].filter: does not compile as jq: variable not defined: $order"},
+		{`result: .id`, `result: 'shipment_id(.)'`, "routes[0].result: does not compile as jq: function not defined: shipment_id/1"},
+	} {
+		cfg, err := config.Parse([]byte(strings.Replace(routesYAML, tt.from, tt.to, 1)))
+		require.NoError(t, err, "config does not read programs")
+		_, err = New(cfg, map[string]map[string]string{"create-shipment": {"Authorization": "Bearer sk_test"}})
+		require.EqualError(t, err, tt.want)
+	}
+}
+
+// matchNames is Match over a body the verifier did not parse, by route name.
+func matchNames(tab *Table, ctx context.Context, ev Event, body []byte) ([]string, []Unmatched) {
+	matched, unmatched := tab.Match(ctx, NewInput(ev, http.Header{}, body, nil))
+	var names []string
+	for _, r := range matched {
+		names = append(names, r.Name)
+	}
+	return names, unmatched
+}
+
+// The body is parsed once per request: not again when the verifier parsed
+// it, and once for every filter and business key when it did not.
+func TestBodyIsParsedOnce(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, strings.Replace(routesYAML, "    result: .id\n", "    result: .id\n    business_key: [\"json:data.object.metadata.order_id\"]\n", 1))
+	ship, _ := tab.Route("create-shipment")
+
+	// What the verifier parsed is used as is: the raw bytes are not read.
+	parsed, err := decode(payload("true"))
+	require.NoError(t, err)
+	in := NewInput(checkout, http.Header{}, []byte("not read"), parsed.(map[string]any))
+	matched, _ := tab.Match(context.Background(), in)
+	require.Equal(t, ship, matched[0])
+	key, err := ship.BusinessKey(in)
+	require.NoError(t, err)
+	require.Equal(t, `["ord_9"]`, key)
+
+	// Parsed on first use, then shared.
+	in = NewInput(checkout, http.Header{}, payload("true"), nil)
+	matched, _ = tab.Match(context.Background(), in)
+	require.Equal(t, ship, matched[0])
+	in.Body = nil // a second parse would find nothing
+	key, err = matched[0].BusinessKey(in)
+	require.NoError(t, err)
+	require.Equal(t, `["ord_9"]`, key)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -86,7 +87,9 @@ routes:
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
 	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
-	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	require.NoError(t, err)
+	srv, err := ingest.New(cfg, table, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(tracing).Handler())
 	t.Cleanup(front.Close)
@@ -234,7 +237,9 @@ routes:
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
 	require.NoError(t, err)
 	claims := ingest.NewGroup(claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D()})
-	srv, err := ingest.New(cfg, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	require.NoError(t, err)
+	srv, err := ingest.New(cfg, table, secrets, claims, db.Pool, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	front := httptest.NewServer(srv.WithTracing(&telemetry.Tracing{Provider: tp, Propagator: propagation.TraceContext{}}).Handler())
 	t.Cleanup(front.Close)

@@ -96,7 +96,7 @@ func (v *adyenVerifier) Verify(body []byte, _ http.Header, _ time.Time) (Event, 
 	if err := checkType(code); err != nil {
 		return Event{}, err
 	}
-	return normalize(value{text: psp.text + ":" + code.text, present: true, scalar: true}, code, psp)
+	return withBody(normalize(value{text: psp.text + ":" + code.text, present: true, scalar: true}, code, psp))(obj)
 }
 
 // verifyItem checks one NotificationRequestItem's hmacSignature.

@@ -60,5 +60,5 @@ func (v *easyPostVerifier) Verify(body []byte, h http.Header, _ time.Time) (Even
 	if err := checkUnambiguous(body, "id", "description"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromJSON(obj, "id"), fromJSON(obj, "description"), fromJSON(obj, "result.id"))
+	return withBody(normalize(fromJSON(obj, "id"), fromJSON(obj, "description"), fromJSON(obj, "result.id")))(obj)
 }

@@ -136,7 +136,7 @@ func (v *hmacVerifier) Verify(body []byte, h http.Header, now time.Time) (Event,
 		if err := checkID(id); err != nil {
 			return Event{}, err
 		}
-		return Event{ID: id.text}, nil
+		return Event{ID: id.text, Body: obj}, nil
 	}
-	return normalize(id, v.typ.read(h, obj), value{})
+	return withBody(normalize(id, v.typ.read(h, obj), value{}))(obj)
 }

@@ -46,7 +46,7 @@ func (v *paddleVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if err := checkUnambiguous(body, "event_id", "event_type"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromJSON(obj, "event_id"), fromJSON(obj, "event_type"), fromJSON(obj, "data.id"))
+	return withBody(normalize(fromJSON(obj, "event_id"), fromJSON(obj, "event_type"), fromJSON(obj, "data.id")))(obj)
 }
 
 // parsePaddleHeader splits a Paddle-Signature value into its timestamp (as

@@ -238,5 +238,5 @@ func (v *payPalVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if err := checkUnambiguous(body, "id", "event_type"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromJSON(obj, "id"), fromJSON(obj, "event_type"), fromJSON(obj, "resource.id"))
+	return withBody(normalize(fromJSON(obj, "id"), fromJSON(obj, "event_type"), fromJSON(obj, "resource.id")))(obj)
 }

@@ -142,9 +142,9 @@ func (v *publicKeyVerifier) Verify(body []byte, h http.Header, now time.Time) (E
 		if err := checkID(id); err != nil {
 			return Event{}, err
 		}
-		return Event{ID: id.text}, nil
+		return Event{ID: id.text, Body: obj}, nil
 	}
-	return normalize(id, v.typ.read(h, obj), value{})
+	return withBody(normalize(id, v.typ.read(h, obj), value{}))(obj)
 }
 
 // CheckPublicKey reports why key is not a public key that scheme (ed25519

@@ -49,6 +49,7 @@ func (v *shopifyVerifier) Verify(body []byte, h http.Header, _ time.Time) (Event
 	}
 	if obj, err := parseObject(body); err == nil {
 		ev.ObjectID = fromJSON(obj, "id").optional()
+		ev.Body = obj
 	}
 	return ev, nil
 }

@@ -55,5 +55,5 @@ func (v *squareVerifier) Verify(body []byte, h http.Header, _ time.Time) (Event,
 	if err := checkUnambiguous(body, "event_id", "type"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromJSON(obj, "event_id"), fromJSON(obj, "type"), fromJSON(obj, "data.id"))
+	return withBody(normalize(fromJSON(obj, "event_id"), fromJSON(obj, "type"), fromJSON(obj, "data.id")))(obj)
 }

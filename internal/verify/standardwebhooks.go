@@ -82,7 +82,7 @@ func (v *standardWebhooksVerifier) Verify(body []byte, h http.Header, now time.T
 	if err := checkUnambiguous(body, "type"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromHeader(h, swIDHeader), fromJSON(obj, "type"), fromJSON(obj, "data.id"))
+	return withBody(normalize(fromHeader(h, swIDHeader), fromJSON(obj, "type"), fromJSON(obj, "data.id")))(obj)
 }
 
 // parseStandardWebhooksHeader returns the decodable v1 signatures among the

@@ -44,7 +44,7 @@ func (v *stripeVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if err := checkUnambiguous(body, "id", "type"); err != nil {
 		return Event{}, err
 	}
-	return normalize(fromJSON(obj, "id"), fromJSON(obj, "type"), fromJSON(obj, "data.object.id"))
+	return withBody(normalize(fromJSON(obj, "id"), fromJSON(obj, "type"), fromJSON(obj, "data.object.id")))(obj)
 }
 
 // parseStripeHeader splits a Stripe-Signature value into its timestamp (as

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -190,4 +191,18 @@ func TestStripeAgreesWithStripeGo(t *testing.T) {
 		require.NoError(t, err, header)
 		require.NoError(t, webhook.ValidatePayload(body, header, stripeSecret), header)
 	}
+}
+
+// The body as parsed to find the id and type is handed on, so that routes
+// need not parse it again.
+func TestStripeHandsOnTheParsedBody(t *testing.T) {
+	t.Parallel()
+	v, err := New(Config{Scheme: "stripe", Secrets: [][]byte{[]byte(stripeSecret)}})
+	require.NoError(t, err)
+	body := readTestdata(t, "stripe_checkout_session_completed.json")
+	ev, err := v.Verify(body, stripeRequest(body, stripeSecret, testNow()), testNow())
+	require.NoError(t, err)
+	require.NotNil(t, ev.Body)
+	require.Equal(t, ev.ID, ev.Body["id"])
+	require.Equal(t, json.Number("4200"), ev.Body["data"].(map[string]any)["object"].(map[string]any)["amount_total"])
 }

@@ -124,6 +124,10 @@ type Event struct {
 	// id); empty otherwise or when the body's value is not ValidID. It is
 	// informational and never a reason to reject a request.
 	ObjectID string
+	// Body is the body as parsed to find the above (numbers as
+	// json.Number), so that routes read it without parsing it again; nil
+	// when the scheme did not parse it. Callers must not change it.
+	Body map[string]any
 }
 
 // Verifier checks one provider's requests. Implementations are safe for
@@ -299,6 +303,18 @@ func checkType(v value) error {
 		return invalid(reasonMalformedType, "event type must be 1-255 printable ASCII characters without spaces")
 	}
 	return nil
+}
+
+// withBody returns a function that sets the event's parsed body, unless
+// normalizing it failed.
+func withBody(ev Event, err error) func(map[string]any) (Event, error) {
+	return func(body map[string]any) (Event, error) {
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Body = body
+		return ev, nil
+	}
 }
 
 // normalize checks the id and type and assembles the Event. It runs only

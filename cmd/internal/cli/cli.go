@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/migrate"
+	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 )
 
 // Env is what a binary receives from its process, passed in so that tests
@@ -133,13 +137,19 @@ func Migrate(ctx context.Context, name string, c Common, args []string, env Env)
 type Server struct {
 	Config  *config.Config
 	Secrets config.Secrets
-	Logger  *slog.Logger
-	Pool    *pgxpool.Pool
+	// Routes is the route table, every jq program compiled once.
+	Routes *route.Table
+	// Redactor knows every secret the binary read: Secrets, the ops
+	// password, the console's secrets and DATABASE_URL's password. Logger
+	// already redacts them.
+	Redactor *sanitize.Redactor
+	Logger   *slog.Logger
+	Pool     *pgxpool.Pool
 }
 
-// Boot loads the config and the secrets it names, and opens the logger and
-// the pool, in that order, so that a config or secret problem stops the
-// binary before it touches the database. The caller applies c.Listen to the
+// Boot loads the config and the secrets it names, compiles the routes, and
+// opens the logger and the pool, in that order, so that a config, secret or
+// program problem stops the binary before it touches the database. The caller applies c.Listen to the
 // address it serves on, and closes Pool.
 func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	cfg, err := LoadConfig(c, env)
@@ -150,11 +160,57 @@ func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes, err := route.New(cfg, secrets.Headers)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := OpenPool(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Config: cfg, Secrets: secrets, Logger: Logger(env), Pool: pool}, nil
+	red := Redactor(cfg, secrets, env)
+	logger := slog.New(red.Handler(Logger(env).Handler()))
+	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger, Pool: pool}, nil
+}
+
+// Redactor returns a redactor of every secret value the binaries read:
+// those the config names (the console's passwords and tokens included, and
+// secret files as they are at start), HOOKGATE_UI_PASSWORD, and the
+// password in DATABASE_URL.
+func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Redactor {
+	values := append(secrets.Values(), env.Getenv("HOOKGATE_UI_PASSWORD"))
+	for _, u := range cfg.Console.Users {
+		values = append(values, env.Getenv(u.PasswordEnv))
+	}
+	for _, t := range cfg.Console.Tokens {
+		values = append(values, env.Getenv(t.TokenEnv))
+	}
+	// Secret files as they are at start; the binary that reads one fails
+	// its start on a file it cannot read.
+	var paths []string
+	for _, p := range cfg.Providers {
+		paths = append(paths, p.SecretsFile...)
+	}
+	for _, r := range cfg.Routes {
+		paths = append(paths, r.SigningSecretFile)
+	}
+	for _, u := range cfg.Console.Users {
+		paths = append(paths, u.PasswordFile)
+	}
+	for _, t := range cfg.Console.Tokens {
+		paths = append(paths, t.TokenFile)
+	}
+	for _, path := range paths {
+		if b, err := secretfile.Read(path); err == nil && path != "" {
+			values = append(values, string(b))
+		}
+	}
+	if u, err := url.Parse(env.Getenv("DATABASE_URL")); err == nil && u.User != nil {
+		if pass, ok := u.User.Password(); ok {
+			values = append(values, pass)
+		}
+	}
+	return sanitize.NewRedactor(values...)
 }
 
 // Exit turns run's error into a process exit code, printing it as one line

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The workflows `devtool n8n-check` imports into n8n. Each starts with a
+// Webhook node at /webhook/PATH and, as a workflow replacing a side-effect
+// node should, passes the delivery's Idempotency-Key on to the API it calls:
+// here the check's own recorder, which performs one effect per key.
+
+// Node versions the check builds its workflows with: the newest of n8n
+// 1.123.81, the ones docs/n8n.md was checked with.
+const (
+	webhookVersion     = 2.1
+	httpRequestVersion = 4.2
+	respondVersion     = 1.5
+	waitVersion        = 1.1
+)
+
+// n8nCredentialID is the Header Auth credential of the worked example's workflow.
+const n8nCredentialID = "hgcheckcred00001"
+
+// checkWorkflow is one workflow of the check.
+type checkWorkflow struct {
+	id, name, path string
+	// respond is the Webhook node's Respond option: lastNode (When Last
+	// Node Finishes), responseNode (Using 'Respond to Webhook' Node) or
+	// onReceived (Immediately).
+	respond string
+	// waitSeconds, when above zero, puts a Wait node before the call.
+	waitSeconds int
+	// headerAuth guards the Webhook node with the Header Auth credential.
+	headerAuth bool
+	// method is the Webhook node's HTTP method; POST when empty.
+	method string
+	// noCall makes a workflow of the Webhook node alone (the probe).
+	noCall bool
+	// saveNothing keeps n8n from saving its executions (the probe's polls).
+	saveNothing bool
+}
+
+// checkWorkflows are the check's workflows. Each but the probe calls the
+// check's recorder at /effect/PATH.
+func checkWorkflows() []checkWorkflow {
+	return []checkWorkflow{
+		{id: "hgcheckdupl00001", name: "hookgate check: duplicates", path: "hg-duplicates", respond: "lastNode"},
+		{id: "hgcheckfail00001", name: "hookgate check: failing call", path: "hg-failing", respond: "lastNode"},
+		{id: "hgcheckresp00001", name: "hookgate check: Respond to Webhook after a failing call", path: "hg-respond-node", respond: "responseNode"},
+		{id: "hgcheckslws00001", name: "hookgate check: 4s workflow, 3s timeout", path: "hg-slow-short", respond: "lastNode", waitSeconds: 4},
+		{id: "hgcheckslwl00001", name: "hookgate check: 4s workflow, 15s timeout", path: "hg-slow-long", respond: "lastNode", waitSeconds: 4},
+		{id: "hgcheckrsta00001", name: "hookgate check: restart, retry_statuses [404]", path: "hg-restart", respond: "lastNode"},
+		{id: "hgcheckrstp00001", name: "hookgate check: restart, no retry_statuses", path: "hg-restart-plain", respond: "lastNode"},
+		{id: "hgcheckrstz00001", name: "hookgate check: planned restart, route paused", path: "hg-restart-paused", respond: "lastNode"},
+		{id: "hgcheckpaid00001", name: "hookgate check: checkout paid (docs/n8n.md)", path: "checkout-paid", respond: "lastNode", headerAuth: true},
+		// Last: n8n activates workflows in this order, so once the probe
+		// answers, every other webhook is registered too.
+		{id: "hgcheckprobe0001", name: "hookgate check: probe", path: "hg-probe", respond: "onReceived", method: "GET", noCall: true, saveNothing: true},
+	}
+}
+
+// uuidFor makes a fixed, valid UUID for node n of workflow w, so that
+// imports are repeatable.
+func uuidFor(w, n int) string {
+	return fmt.Sprintf("6b1f0c2e-8d4a-4f3b-9c1d-%06d%06d", w, n)
+}
+
+// n8nWorkflowsJSON renders workflows as the file `n8n import:workflow
+// --input` reads.
+func n8nWorkflowsJSON(workflows []checkWorkflow, effectURL string) ([]byte, error) {
+	type conn struct {
+		Node  string `json:"node"`
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	var out []map[string]any
+	for wi, w := range workflows {
+		method := w.method
+		if method == "" {
+			method = "POST"
+		}
+		hook := map[string]any{
+			"id": uuidFor(wi, 0), "name": "Webhook", "type": "n8n-nodes-base.webhook",
+			"typeVersion": webhookVersion, "position": []int{0, 0}, "webhookId": uuidFor(wi, 100),
+			"parameters": map[string]any{"httpMethod": method, "path": w.path, "responseMode": w.respond, "options": map[string]any{}},
+		}
+		if w.headerAuth {
+			hook["parameters"].(map[string]any)["authentication"] = "headerAuth"
+			hook["credentials"] = map[string]any{"httpHeaderAuth": map[string]string{"id": n8nCredentialID, "name": "hookgate token"}}
+		}
+		nodes := []map[string]any{hook}
+		connections := map[string]any{}
+		link := func(from, to string) {
+			connections[from] = map[string]any{"main": [][]conn{{{Node: to, Type: "main"}}}}
+		}
+		prev := "Webhook"
+		if w.waitSeconds > 0 {
+			nodes = append(nodes, map[string]any{
+				"id": uuidFor(wi, 1), "name": "Wait", "type": "n8n-nodes-base.wait", "typeVersion": waitVersion,
+				"position": []int{250, 0}, "webhookId": uuidFor(wi, 101),
+				"parameters": map[string]any{"resume": "timeInterval", "amount": w.waitSeconds, "unit": "seconds"},
+			})
+			link(prev, "Wait")
+			prev = "Wait"
+		}
+		if !w.noCall {
+			nodes = append(nodes, map[string]any{
+				"id": uuidFor(wi, 2), "name": "Call the API", "type": "n8n-nodes-base.httpRequest", "typeVersion": httpRequestVersion,
+				"position": []int{500, 0},
+				"parameters": map[string]any{
+					"method": "POST", "url": effectURL + "/effect/" + w.path,
+					"sendHeaders": true,
+					"headerParameters": map[string]any{"parameters": []map[string]string{
+						{"name": "Idempotency-Key", "value": `={{ $('Webhook').item.json.headers["idempotency-key"] }}`},
+					}},
+					"sendBody": true, "specifyBody": "json",
+					"jsonBody": `={{ JSON.stringify($('Webhook').item.json.body) }}`,
+					"options":  map[string]any{},
+				},
+			})
+			link(prev, "Call the API")
+			prev = "Call the API"
+		}
+		if w.respond == "responseNode" {
+			nodes = append(nodes, map[string]any{
+				"id": uuidFor(wi, 3), "name": "Respond to Webhook", "type": "n8n-nodes-base.respondToWebhook",
+				"typeVersion": respondVersion, "position": []int{750, 0},
+				"parameters": map[string]any{"respondWith": "json", "responseBody": `{"done": true}`, "options": map[string]any{}},
+			})
+			link(prev, "Respond to Webhook")
+		}
+		settings := map[string]any{"executionOrder": "v1"}
+		if w.saveNothing {
+			settings["saveDataSuccessExecution"] = "none"
+			settings["saveDataErrorExecution"] = "none"
+			settings["saveManualExecutions"] = false
+		}
+		out = append(out, map[string]any{
+			"id": w.id, "name": w.name, "active": false, "nodes": nodes, "connections": connections,
+			"settings": settings, "pinData": map[string]any{},
+		})
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// n8nCredentialsJSON renders the worked example's Header Auth credential
+// for `n8n import:credentials --input`, which encrypts its data with the
+// instance's key.
+func n8nCredentialsJSON(header, token string) ([]byte, error) {
+	return json.Marshal([]map[string]any{{
+		"id": n8nCredentialID, "name": "hookgate token", "type": "httpHeaderAuth",
+		"data": map[string]string{"name": header, "value": token},
+	}})
+}

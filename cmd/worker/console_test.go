@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
+)
+
+const consoleSection = `console:
+  users:
+    - name: alice
+      role: operator
+      password_env: T_ALICE
+  tokens:
+    - name: ci-bot
+      role: viewer
+      token_env: T_CI
+`
+
+const alicePassword = "alice-password-0001"
+
+// writeConsoleConfig is writeConfig with the console on.
+func writeConsoleConfig(t *testing.T, url string) string {
+	t.Helper()
+	path := writeConfig(t, url)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(consoleSection)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return path
+}
+
+// startWorker serves a worker in-process until the test ends, and returns
+// its ops address and its log.
+func startWorker(t *testing.T, env map[string]string) (string, *proctest.Buffer) {
+	t.Helper()
+	addr := proctest.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &proctest.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
+	return addr, logs
+}
+
+func workerEnv(db *dbtest.DB, cfg string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfg, "T_STRIPE": "whsec_stripe", "T_SHIP_SIGNING": signingSecret,
+		"T_ALICE": alicePassword, "T_CI": "ci-token-abcdefghijkl",
+	}
+}
+
+func get(t *testing.T, url string, set func(*http.Request)) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if set != nil {
+		set(req)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestConsoleOffWithoutUsersOrTokens(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	addr, _ := startWorker(t, workerEnv(db, writeConfig(t, "http://127.0.0.1:1")))
+	basic := func(r *http.Request) { r.SetBasicAuth("alice", alicePassword) }
+	for _, p := range []string{"/api/v1/claims", "/api/v1/", "/console/", "/console/sign-in"} {
+		require.Equal(t, http.StatusNotFound, get(t, "http://"+addr+p, basic), p)
+	}
+}
+
+func TestConsoleServedByWorker(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := workerEnv(db, writeConsoleConfig(t, "http://127.0.0.1:1"))
+
+	// A secret it names must be there, or the worker does not start.
+	missing := maps.Clone(env)
+	delete(missing, "T_CI")
+	err := run(t.Context(), []string{"worker", "--listen", proctest.FreeAddr(t)}, getenv(missing), io.Discard, io.Discard)
+	require.EqualError(t, err, "console.tokens[0].token_env: environment variable T_CI is not set or empty")
+
+	addr, _ := startWorker(t, env)
+	base := "http://" + addr
+	require.Equal(t, http.StatusUnauthorized, get(t, base+"/api/v1/claims", nil))
+	require.Equal(t, http.StatusOK, get(t, base+"/api/v1/claims", func(r *http.Request) {
+		r.Header.Set("Authorization", "Bearer ci-token-abcdefghijkl")
+	}))
+	require.Equal(t, http.StatusSeeOther, get(t, base+"/console/", nil), "to the sign-in form")
+
+	// A state change from another origin is refused before it is
+	// authenticated, though its credentials are right.
+	for _, path := range []string{"/api/v1/routes/ship/pause", "/console/sign-in"} {
+		req, err := http.NewRequest(http.MethodPost, base+path, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth("alice", alicePassword)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+		require.JSONEq(t, `{"error":"cross-origin request refused"}`, string(body))
+	}
+	var n int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n))
+	require.Zero(t, n, "nothing was done")
+}

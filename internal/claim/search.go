@@ -1,0 +1,248 @@
+package claim
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Search narrows and pages SearchClaims and ReopenMatching. Zero values
+// match everything.
+type Search struct {
+	Status   Status
+	Provider string
+	// Route keeps claims with a delivery to this route.
+	Route string
+	// Type is an event type, or a glob where * matches any run of
+	// characters and ? any one.
+	Type string
+	// EventIDPrefix keeps claims whose event id starts with it.
+	EventIDPrefix string
+	// BusinessKey keeps claims holding this business key (as `claims show`
+	// prints it, a JSON array of the route's values).
+	BusinessKey string
+	// Since and Before bound first_seen_at: Since <= first_seen_at < Before.
+	Since, Before time.Time
+	// After, when set, keeps only claims after it in the order (newest
+	// first): the position a previous page ended at.
+	After *Position
+	// Limit caps the rows returned; 0 means 50.
+	Limit int
+}
+
+// Position is a claim's place in the newest-first order of SearchClaims:
+// first_seen_at, then provider and event id, descending. first_seen_at
+// never changes, so a position stays valid while claims settle, reopen or
+// arrive: claims that arrive later sort before every position already
+// handed out, and a page after a position neither repeats nor skips one.
+type Position struct {
+	FirstSeenAt time.Time
+	Provider    string
+	EventID     string
+}
+
+// Position returns c's place in the order.
+func (c Record) Position() Position {
+	return Position{FirstSeenAt: c.FirstSeenAt, Provider: c.Provider, EventID: c.EventID}
+}
+
+// likeEscape escapes s for a LIKE pattern with \ as its escape character.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// searchWhere returns the conditions f sets over webhook_event_claims c,
+// with their parameters appended to params; limit and order excluded.
+func searchWhere(f Search, params *[]any) []string {
+	arg := func(v any) string {
+		*params = append(*params, v)
+		return "$" + strconv.Itoa(len(*params))
+	}
+	var where []string
+	if f.Status != "" {
+		where = append(where, "c.status = "+arg(string(f.Status)))
+	}
+	if f.Provider != "" {
+		where = append(where, "c.provider = "+arg(f.Provider))
+	}
+	if f.Type != "" {
+		if strings.ContainsAny(f.Type, "*?") {
+			glob := strings.NewReplacer("*", "%", "?", "_").Replace(likeEscape(f.Type))
+			where = append(where, "c.event_type LIKE "+arg(glob))
+		} else {
+			where = append(where, "c.event_type = "+arg(f.Type))
+		}
+	}
+	if f.EventIDPrefix != "" {
+		where = append(where, "c.event_id LIKE "+arg(likeEscape(f.EventIDPrefix)+"%"))
+	}
+	if f.Route != "" {
+		// One primary-key probe per claim read.
+		where = append(where, `EXISTS (SELECT 1 FROM webhook_deliveries d
+    WHERE d.provider = c.provider AND d.event_id = c.event_id AND d.route = `+arg(f.Route)+`)`)
+	}
+	if f.BusinessKey != "" {
+		// Through the key's hash, as ingest stores it and its index serves.
+		hash := sha256.Sum256([]byte(f.BusinessKey))
+		where = append(where, `EXISTS (SELECT 1 FROM webhook_business_keys k
+    WHERE k.provider = c.provider AND k.event_id = c.event_id AND k.key_hash = `+arg(hash[:])+`)`)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "c.first_seen_at >= "+arg(f.Since))
+	}
+	if !f.Before.IsZero() {
+		where = append(where, "c.first_seen_at < "+arg(f.Before))
+	}
+	if f.After != nil {
+		// The first condition bounds the index range; the row comparison
+		// breaks ties within one timestamp.
+		t := arg(f.After.FirstSeenAt)
+		where = append(where, "c.first_seen_at <= "+t,
+			"(c.first_seen_at, c.provider, c.event_id) < ("+t+", "+arg(f.After.Provider)+", "+arg(f.After.EventID)+")")
+	}
+	return where
+}
+
+// searchSQL is the page query of SearchClaims.
+func searchSQL(f Search) (string, []any) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	var params []any
+	where := searchWhere(f, &params)
+	sql := `SELECT ` + claimColumnsOf("c") + ` FROM webhook_event_claims c`
+	if len(where) > 0 {
+		sql += "\nWHERE " + strings.Join(where, "\n  AND ")
+	}
+	params = append(params, limit)
+	sql += "\nORDER BY c.first_seen_at DESC, c.provider DESC, c.event_id DESC\nLIMIT $" + strconv.Itoa(len(params))
+	return sql, params
+}
+
+// claimColumnsOf is claimColumns over the alias a.
+func claimColumnsOf(a string) string {
+	return a + `.provider, ` + a + `.event_id, ` + a + `.event_type, coalesce(` + a + `.object_id, ''), ` + a + `.status, ` +
+		a + `.attempt_count, coalesce(` + a + `.last_error, ''), ` + a + `.first_seen_at, ` + a + `.updated_at, ` +
+		a + `.completed_at, ` + a + `.terminal_at`
+}
+
+// SearchClaims returns one page of the claims f matches, newest first; the
+// next page is the one after the last claim's Position.
+func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Record, error) {
+	sql, params := searchSQL(f)
+	rows, err := s.db.Query(ctx, sql, params...)
+	if err != nil {
+		return nil, fmt.Errorf("searching claims: %w", err)
+	}
+	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Record])
+	if err != nil {
+		return nil, fmt.Errorf("searching claims: %w", err)
+	}
+	return claims, nil
+}
+
+// CountClaims counts the claims f matches (After and Limit aside).
+func (s *Store) CountClaims(ctx context.Context, f Search) (int, error) {
+	f.After = nil
+	var params []any
+	where := searchWhere(f, &params)
+	sql := `SELECT count(*) FROM webhook_event_claims c`
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, sql, params...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting claims: %w", err)
+	}
+	return n, nil
+}
+
+// DeliveriesOf returns the deliveries of claims by claim, each claim's by
+// route, in one query.
+func (s *Store) DeliveriesOf(ctx context.Context, keys []EventKey) (map[EventKey][]Delivery, error) {
+	providers, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], ids[i] = k.Provider, k.EventID
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(bk.business_key, '')", "d.result::text", "NULL::text", "NULL::bytea")+`
+FROM unnest($1::text[], $2::text[]) AS k(provider, event_id)
+JOIN webhook_deliveries d ON d.provider = k.provider AND d.event_id = k.event_id
+JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id
+LEFT JOIN webhook_business_keys bk ON bk.provider = d.provider AND bk.event_id = d.event_id AND bk.route = d.route
+ORDER BY d.provider, d.event_id, d.route`, providers, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading deliveries of %d claims: %w", len(keys), err)
+	}
+	ds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
+	if err != nil {
+		return nil, fmt.Errorf("reading deliveries of %d claims: %w", len(keys), err)
+	}
+	out := make(map[EventKey][]Delivery, len(keys))
+	for _, d := range ds {
+		k := EventKey{Provider: d.Provider, EventID: d.EventID}
+		out[k] = append(out[k], d)
+	}
+	return out, nil
+}
+
+// Payload returns a claim's raw body and its content encoding; a nil body
+// once retention cleared it.
+func (s *Store) Payload(ctx context.Context, provider, eventID string) (body []byte, contentEncoding string, err error) {
+	err = s.db.QueryRow(ctx, `SELECT payload, content_encoding FROM webhook_event_claims
+WHERE provider = $1 AND event_id = $2`, provider, eventID).Scan(&body, &contentEncoding)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", fmt.Errorf("claim %s/%s: %w", provider, eventID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading payload of %s/%s: %w", provider, eventID, err)
+	}
+	return body, contentEncoding, nil
+}
+
+// ReopenMatching reopens every claim f matches, as Reopen does one, newest
+// first. It pages through them by keyset, f.Limit (0: 500) at a time, so
+// it reaches any number of claims and visits each once; each claim is
+// reopened in a transaction of its own, and one refused (not failed any
+// more, say) or deleted meanwhile is skipped. reopened, when not nil, is
+// called after each claim reopened with its deliveries reopened. It
+// returns the claims visited and reopened and the deliveries reopened, so
+// far also with an error.
+func (s *Store) ReopenMatching(ctx context.Context, f Search, force bool, reopened func(k EventKey, deliveries int)) (matched, claims, deliveries int, err error) {
+	if f.Limit <= 0 {
+		f.Limit = reopenBatch
+	}
+	f.After = nil
+	for {
+		page, err := s.SearchClaims(ctx, f)
+		if err != nil {
+			return matched, claims, deliveries, err
+		}
+		for _, c := range page {
+			matched++
+			n, err := s.Reopen(ctx, c.Provider, c.EventID, force)
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return matched, claims, deliveries, err
+			}
+			claims++
+			deliveries += n
+			if reopened != nil {
+				reopened(EventKey{Provider: c.Provider, EventID: c.EventID}, n)
+			}
+		}
+		if len(page) < f.Limit {
+			return matched, claims, deliveries, nil
+		}
+		last := page[len(page)-1].Position()
+		f.After = &last
+	}
+}

@@ -1,0 +1,64 @@
+package claim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// TestSearchNeverScansClaims plans the claims list of the operator API for
+// each filter it offers, alone, with since, and after a cursor, over a
+// table of analyzed claims of several providers, statuses and types: none
+// may read the claim table by a sequential scan.
+func TestSearchNeverScansClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	for _, q := range []string{
+		`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, first_seen_at, completed_at)
+SELECT (ARRAY['stripe', 'github', 'shopify', 'acme'])[g % 4 + 1], 'evt_' || g,
+       (ARRAY['invoice.paid', 'invoice.created', 'customer.updated', 'charge.refunded', 'push'])[g % 5 + 1],
+       CASE WHEN g % 50 = 0 THEN 'failed' WHEN g % 70 = 0 THEN 'processing' ELSE 'completed' END,
+       '{}', 'application/json', now() - make_interval(secs => g),
+       CASE WHEN g % 50 <> 0 AND g % 70 <> 0 THEN now() END
+FROM generate_series(1, 30000) g`,
+		`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
+SELECT provider, event_id, 'ship', status, completed_at FROM webhook_event_claims WHERE status <> 'ignored'`,
+		`INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
+SELECT 'ship', sha256(convert_to('["cus_' || event_id || '"]', 'UTF8')), '["cus_' || event_id || '"]', provider, event_id
+FROM webhook_event_claims`,
+		`ANALYZE webhook_event_claims, webhook_deliveries, webhook_business_keys`,
+	} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	since := time.Now().Add(-time.Hour)
+	after := &Position{FirstSeenAt: time.Now().Add(-2 * time.Hour), Provider: "stripe", EventID: "evt_7200"}
+	for name, f := range map[string]Search{
+		"none":          {},
+		"status":        {Status: Failed},
+		"provider":      {Provider: "acme"},
+		"route":         {Route: "ship"},
+		"type":          {Type: "charge.refunded"},
+		"type glob":     {Type: "invoice.*"},
+		"event id":      {EventIDPrefix: "evt_12"},
+		"business key":  {BusinessKey: `["cus_1"]`},
+		"before":        {Before: since},
+		"all":           {Status: Failed, Provider: "stripe", Route: "ship", Type: "invoice.*", EventIDPrefix: "evt_1", BusinessKey: `["x"]`, Before: time.Now()},
+		"status cursor": {Status: Failed, After: after, Limit: 500},
+	} {
+		for _, withSince := range []bool{false, true} {
+			if withSince {
+				f.Since = since
+			}
+			sql, args := searchSQL(f)
+			for _, scan := range planScans(t, tx, sql, args...) {
+				require.Falsef(t, scan.Type == "Seq Scan", "filter %s (since %v) scans %s", name, withSince, scan.Relation)
+			}
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package console
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/operator"
+)
+
+// deliveryView is one delivery as the API and the console show it.
+type deliveryView struct {
+	Route          string               `json:"route"`
+	Status         claim.DeliveryStatus `json:"status"`
+	AttemptCount   int                  `json:"attempt_count"`
+	MaxAttempts    int                  `json:"max_attempts,omitempty"`
+	LastError      string               `json:"last_error,omitempty"`
+	IdempotencyKey string               `json:"idempotency_key"`
+	UpdatedAt      time.Time            `json:"updated_at"`
+	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
+	BusinessKey    string               `json:"business_key,omitempty"`
+	Result         json.RawMessage      `json:"result,omitempty"`
+	// After names the routes this delivery runs after (a chain).
+	After []string `json:"after,omitempty"`
+}
+
+// claimView is a claim with its deliveries, as `claims export` writes it
+// (without the payload).
+type claimView struct {
+	claim.Record
+	Deliveries []deliveryView `json:"deliveries"`
+}
+
+// claimDetail is one claim as GET /api/v1/claims/{provider}/{event_id}
+// answers it: for an operator with its payload.
+type claimDetail struct {
+	claimView
+	Payload     []byte          `json:"payload,omitempty"`
+	PayloadJSON json.RawMessage `json:"payload_json,omitempty"`
+}
+
+func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
+	out := make([]deliveryView, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryView{
+			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: s.cfg.MaxAttempts(d.Route),
+			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
+			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result, After: d.After,
+		}
+	}
+	return out
+}
+
+func (s *Server) apiRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/claims", s.api(false, s.handleListClaims))
+	mux.HandleFunc("GET /api/v1/claims/{provider}/{event_id}", s.api(false, s.handleGetClaim))
+	mux.HandleFunc("POST /api/v1/claims/{provider}/{event_id}/retry", s.api(true, s.handleRetry))
+	mux.HandleFunc("POST /api/v1/retry", s.api(true, s.handleBulkRetry))
+	mux.HandleFunc("GET /api/v1/routes", s.api(false, s.handleRoutes))
+	mux.HandleFunc("POST /api/v1/routes/{name}/pause", s.api(true, s.handlePause(true)))
+	mux.HandleFunc("POST /api/v1/routes/{name}/resume", s.api(true, s.handlePause(false)))
+	mux.HandleFunc("GET /api/v1/stats", s.api(false, s.handleStats))
+	mux.HandleFunc("GET /api/v1/audit", s.api(false, s.handleAudit))
+	mux.HandleFunc("/api/v1/", s.api(false, func(w http.ResponseWriter, _ *http.Request, _ principal) {
+		apiError(w, http.StatusNotFound, "no such endpoint")
+	}))
+}
+
+// api authenticates, and for act requires an operator, before h.
+func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.apiAuth(w, r, act)
+		if !ok {
+			return
+		}
+		h(w, r, p)
+	}
+}
+
+// fail answers err: 400, 404 or 409 with its message, else 500 without it
+// (it is logged: it may carry SQL or a connection's detail).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var br *badRequest
+	var nf *operator.NotFoundError
+	var rf *operator.RefusedError
+	var iv *operator.InvalidError
+	switch {
+	case errors.As(err, &br):
+		apiError(w, http.StatusBadRequest, br.msg)
+	case errors.As(err, &iv):
+		apiError(w, http.StatusBadRequest, iv.Msg)
+	case errors.As(err, &nf):
+		apiError(w, http.StatusNotFound, nf.Msg)
+	case errors.As(err, &rf):
+		apiError(w, http.StatusConflict, rf.Msg)
+	default:
+		s.logger.Error("console: request failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
+		apiError(w, http.StatusInternalServerError, "internal error; see the worker's log")
+	}
+}
+
+// listClaims reads one page of claims with their deliveries, and the
+// cursor of the next page ("" when it is the last).
+func (s *Server) listClaims(ctx context.Context, f claim.Search) ([]claimView, string, error) {
+	limit := f.Limit
+	f.Limit++ // one more, to know whether a next page exists
+	claims, err := s.store.SearchClaims(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(claims) > limit {
+		claims = claims[:limit]
+		next = encodeCursor(claims[limit-1].Position())
+	}
+	keys := make([]claim.EventKey, len(claims))
+	for i, c := range claims {
+		keys[i] = claim.EventKey{Provider: c.Provider, EventID: c.EventID}
+	}
+	ds, err := s.store.DeliveriesOf(ctx, keys)
+	if err != nil {
+		return nil, "", err
+	}
+	views := make([]claimView, len(claims))
+	for i, c := range claims {
+		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
+	}
+	return views, next, nil
+}
+
+func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ principal) {
+	f, err := parseList(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	views, next, err := s.listClaims(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"claims": views, "next_cursor": next})
+}
+
+// detail reads one claim; for an operator with its payload.
+func (s *Server) detail(ctx context.Context, provider, eventID string, p principal) (claimDetail, error) {
+	c, ds, err := s.store.Get(ctx, provider, eventID)
+	if errors.Is(err, claim.ErrNotFound) {
+		return claimDetail{}, &operator.NotFoundError{Msg: "no claim " + cut(provider, 64) + "/" + cut(eventID, 255)}
+	}
+	if err != nil {
+		return claimDetail{}, err
+	}
+	d := claimDetail{claimView: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
+	if p.Operator() {
+		body, encoding, err := s.store.Payload(ctx, provider, eventID)
+		if err != nil {
+			return claimDetail{}, err
+		}
+		d.Payload = body
+		if encoding == "" && len(body) > 0 && json.Valid(body) {
+			d.PayloadJSON = body
+		}
+	}
+	return d, nil
+}
+
+func (s *Server) handleGetClaim(w http.ResponseWriter, r *http.Request, p principal) {
+	d, err := s.detail(r.Context(), r.PathValue("provider"), r.PathValue("event_id"), p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// decodeBody decodes a small JSON body strictly into v; an empty body
+// leaves v as it is.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return bad("body: want a JSON object of the documented fields (%s)", cut(err.Error(), 120))
+	}
+	return nil
+}
+
+func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request, p principal) {
+	var body struct {
+		Force bool `json:"force"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.actions.Retry(r.Context(), p.Name, r.PathValue("provider"), r.PathValue("event_id"), body.Force)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// bulkBody is POST /api/v1/retry's body: the list filters, force, and
+// dry_run, which is required so that no one reopens claims by omission.
+type bulkBody struct {
+	Status      string `json:"status"`
+	Provider    string `json:"provider"`
+	Route       string `json:"route"`
+	Type        string `json:"type"`
+	EventID     string `json:"event_id"`
+	BusinessKey string `json:"business_key"`
+	Since       string `json:"since"`
+	Before      string `json:"before"`
+	Force       bool   `json:"force"`
+	DryRun      *bool  `json:"dry_run"`
+}
+
+func (b *bulkBody) get(key string) string {
+	return map[string]string{"status": b.Status, "provider": b.Provider, "route": b.Route, "type": b.Type,
+		"event_id": b.EventID, "business_key": b.BusinessKey, "since": b.Since, "before": b.Before}[key]
+}
+
+func (s *Server) handleBulkRetry(w http.ResponseWriter, r *http.Request, p principal) {
+	var body bulkBody
+	if err := decodeBody(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.DryRun == nil {
+		s.fail(w, r, bad("dry_run: required: true counts the claims the filters match, false reopens them"))
+		return
+	}
+	f, err := parseFilters(body.get)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, body.Force, *body.DryRun, nil)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// routeView is one route as the API lists it, as `worker routes list
+// --json` does.
+type routeView struct {
+	claim.RouteState
+	Concurrency int `json:"concurrency"`
+	Backlog     int `json:"backlog"`
+}
+
+func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
+	states, err := s.store.RouteStates(ctx, s.queues, s.actions.Routes)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]routeView, len(states))
+	for i, st := range states {
+		views[i] = routeView{RouteState: st, Concurrency: s.cfg.Routes[i].Concurrency, Backlog: st.Backlog()}
+	}
+	return views, nil
+}
+
+func (s *Server) handleRoutes(w http.ResponseWriter, r *http.Request, _ principal) {
+	views, err := s.routeViews(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"routes": views})
+}
+
+func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request, principal) {
+	return func(w http.ResponseWriter, r *http.Request, p principal) {
+		name := r.PathValue("name")
+		if pause {
+			if err := s.actions.PauseRoute(r.Context(), p.Name, name); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"route": name, "paused": true})
+			return
+		}
+		was, err := s.actions.ResumeRoute(r.Context(), p.Name, name)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"route": name, "paused": false, "was_paused": was})
+	}
+}
+
+// parseAudit reads an audit listing's limit and cursor.
+func parseAudit(get func(string) string) (int, *operator.AuditPosition, error) {
+	limit := defaultLimit
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return 0, nil, bad("limit: must be a whole number from 1 to %d", maxLimit)
+		}
+		limit = n
+	}
+	var pos *operator.AuditPosition
+	if v := get("cursor"); v != "" {
+		var p operator.AuditPosition
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err == nil && len(v) <= maxCursor {
+			err = json.Unmarshal(b, &p)
+		}
+		if err != nil || p.At.IsZero() {
+			return 0, nil, bad("cursor: not one this API handed out")
+		}
+		pos = &p
+	}
+	return limit, pos, nil
+}
+
+// listAudit reads a page of audit rows and the next page's cursor.
+func (s *Server) listAudit(ctx context.Context, limit int, pos *operator.AuditPosition) ([]operator.Entry, string, error) {
+	entries, err := operator.ListAudit(ctx, s.db, limit+1, pos)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(entries) > limit {
+		entries = entries[:limit]
+		last := entries[limit-1]
+		b, _ := json.Marshal(operator.AuditPosition{At: last.At, ID: last.ID})
+		next = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return entries, next, nil
+}
+
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ principal) {
+	for k := range r.URL.Query() {
+		if k != "limit" && k != "cursor" {
+			s.fail(w, r, bad("unknown parameter %q: want limit or cursor", cut(k, 64)))
+			return
+		}
+	}
+	limit, pos, err := parseAudit(r.URL.Query().Get)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	entries, next, err := s.listAudit(r.Context(), limit, pos)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"audit": entries, "next_cursor": next})
+}

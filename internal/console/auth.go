@@ -1,0 +1,214 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/operator"
+)
+
+// principal is who a request acts as: a configured user or token.
+type principal struct {
+	Name string
+	Role string
+}
+
+func (p principal) Operator() bool { return p.Role == config.RoleOperator }
+
+// Lockout keys: every console name is counted apart from the listener's
+// other sign-ins, every unknown user name under one key (made-up names
+// cost no memory and cannot lock out a real one), and every bearer token
+// guess under one more.
+const (
+	lockPrefix    = "console:"
+	unknownUser   = "(unknown user)"
+	bearerLockKey = lockPrefix + "(bearer token)"
+)
+
+// errLocked is a sign-in refused, unchecked, because its name failed too
+// often; wait says for how long.
+type errLocked struct{ wait time.Duration }
+
+func (e errLocked) Error() string { return "too many failed sign-ins; retry later" }
+
+var errBadCredentials = errors.New("wrong name or password")
+
+// checkPassword returns the user name and password sign in as. Passwords
+// are compared as SHA-256 digests in constant time.
+func (s *Server) checkPassword(ctx context.Context, name, password, via string) (principal, error) {
+	acct, known := s.users[name]
+	key, actor := lockPrefix+unknownUser, unknownUser
+	if known {
+		key, actor = lockPrefix+name, name
+	}
+	if wait := s.failures.Wait(key); wait > 0 {
+		return principal{}, errLocked{wait}
+	}
+	got := sha256.Sum256([]byte(password))
+	want := acct.secret.digest()
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !known {
+		s.failed(ctx, key, actor, via)
+		return principal{}, errBadCredentials
+	}
+	s.failures.Succeed(key)
+	return principal{Name: name, Role: acct.role}, nil
+}
+
+// checkToken returns the token a bearer token is, comparing it with every
+// configured token in constant time.
+func (s *Server) checkToken(ctx context.Context, token string) (principal, error) {
+	if wait := s.failures.Wait(bearerLockKey); wait > 0 {
+		return principal{}, errLocked{wait}
+	}
+	got := sha256.Sum256([]byte(token))
+	var found principal
+	match := 0
+	for _, t := range s.tokens {
+		want := t.secret.digest()
+		eq := subtle.ConstantTimeCompare(got[:], want[:])
+		if eq == 1 {
+			found = principal{Name: t.name, Role: t.role}
+		}
+		match |= eq
+	}
+	if match != 1 {
+		s.failed(ctx, bearerLockKey, "(bearer token)", "api bearer")
+		return principal{}, errors.New("unknown bearer token")
+	}
+	return found, nil
+}
+
+// failed counts and audits a failed sign-in. actor is a configured name or
+// a fixed placeholder, never what the request sent.
+func (s *Server) failed(ctx context.Context, key, actor, via string) {
+	if s.failures.Fail(key) {
+		s.logger.Warn("console: too many failed sign-ins; refusing the name for a minute", slog.String("user", actor))
+	}
+	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "", map[string]string{"via": via}); err != nil {
+		s.logger.Error("console: auditing a failed sign-in", slog.String("error", err.Error()))
+	}
+}
+
+// apiAuth authenticates an API request by HTTP Basic (a user) or Bearer (a
+// token) and, when act, requires the operator role. It answers 401, 403
+// or 429 itself and returns false then.
+func (s *Server) apiAuth(w http.ResponseWriter, r *http.Request, act bool) (principal, bool) {
+	var p principal
+	var err error
+	header := r.Header.Get("Authorization")
+	scheme, cred, _ := strings.Cut(header, " ")
+	switch {
+	case header == "":
+		err = errors.New("credentials required")
+	case strings.EqualFold(scheme, "Basic"):
+		name, password, ok := r.BasicAuth()
+		if !ok {
+			err = errors.New("malformed basic credentials")
+			break
+		}
+		p, err = s.checkPassword(r.Context(), name, password, "api basic")
+	case strings.EqualFold(scheme, "Bearer"):
+		p, err = s.checkToken(r.Context(), strings.TrimSpace(cred))
+	default:
+		err = errors.New("credentials required: HTTP Basic or a Bearer token")
+	}
+	var locked errLocked
+	switch {
+	case errors.As(err, &locked):
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(locked.wait.Seconds()))))
+		apiError(w, http.StatusTooManyRequests, locked.Error())
+		return p, false
+	case err != nil:
+		w.Header().Set("WWW-Authenticate", `Basic realm="hookgate", charset="UTF-8"`)
+		apiError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())
+		return p, false
+	case act && !p.Operator():
+		apiError(w, http.StatusForbidden, "forbidden: "+p.Name+" is a viewer; acting needs the operator role")
+		return p, false
+	}
+	return p, true
+}
+
+// cookieName is the console's session cookie.
+const cookieName = "hookgate_session"
+
+// tokenHash is what the session table stores of a session token.
+func tokenHash(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+// startSession stores a new session for p and sets its cookie: HttpOnly,
+// SameSite=Strict, and Secure when the request came over TLS (directly or
+// through a proxy that says so).
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principal) error {
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	ctx := r.Context()
+	// Expired sessions go when someone signs in: the table holds about one
+	// row per live session.
+	if _, err := s.db.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now()`); err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO console_sessions (token_hash, actor, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))`, tokenHash(token), p.Name, s.ttl.Seconds()); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: token, Path: "/console/", MaxAge: int(s.ttl.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),
+	})
+	return nil
+}
+
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// session returns who the request's session cookie signs in as; false
+// without a live session, or when its user is no longer configured.
+func (s *Server) session(r *http.Request) (principal, string, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" || len(c.Value) > 128 {
+		return principal{}, "", false
+	}
+	var name string
+	err = s.db.QueryRow(r.Context(), `SELECT actor FROM console_sessions WHERE token_hash = $1 AND expires_at > now()`,
+		tokenHash(c.Value)).Scan(&name)
+	if err != nil {
+		if !errors.Is(err, pgx.ErrNoRows) {
+			s.logger.Warn("console: reading a session", slog.String("error", err.Error()))
+		}
+		return principal{}, "", false
+	}
+	acct, ok := s.users[name]
+	if !ok {
+		return principal{}, "", false
+	}
+	return principal{Name: name, Role: acct.role}, c.Value, true
+}
+
+// endSession deletes the session's row, which ends it on every replica,
+// and clears the cookie.
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request, token string) error {
+	if _, err := s.db.Exec(r.Context(), `DELETE FROM console_sessions WHERE token_hash = $1`, tokenHash(token)); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	return nil
+}

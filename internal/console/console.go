@@ -1,0 +1,151 @@
+// Package console serves the operator API (/api/v1/, JSON) and the web
+// console (/console/, server-rendered HTML) on the worker's listen address.
+// Both act through the operator package, as the CLI does, and every
+// action is audited under the signed-in user or token.
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/lockout"
+	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/secretfile"
+)
+
+// DB is what the console runs its own statements on (sessions, audit):
+// the worker's pool.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Options configure a Server.
+type Options struct {
+	Config  *config.Config
+	Secrets config.ConsoleSecrets
+	// SecretFiles holds, by user or token name, the password_file and
+	// token_file secrets, which take the place of Secrets' entry.
+	SecretFiles map[string]*secretfile.File
+	// Store reads claims and reopens them; its jobs go through the
+	// worker's River client.
+	Store *claim.Store
+	// Queues pauses and resumes routes (the worker's River client).
+	Queues claim.Queues
+	DB     DB
+	Logger *slog.Logger
+	// Failures limits failed sign-ins per name; shared with the other
+	// endpoints of the listener.
+	Failures *lockout.Limiter
+}
+
+// Server is the operator API and the console.
+type Server struct {
+	cfg      *config.Config
+	store    *claim.Store
+	queues   claim.Queues
+	db       DB
+	logger   *slog.Logger
+	failures *lockout.Limiter
+	actions  *operator.Actions
+	ttl      time.Duration
+	// users and tokens hold the digests of each name's secret.
+	users  map[string]account
+	tokens []tokenAccount
+	pages  *pages
+}
+
+type account struct {
+	role   string
+	secret secret
+}
+
+type tokenAccount struct {
+	name   string
+	role   string
+	secret secret
+}
+
+// secret is a password or token: from the environment, fixed at start,
+// or from a file, read again when it changes.
+type secret struct {
+	fixed [sha256.Size]byte
+	file  *secretfile.File
+}
+
+// digest is what a presented secret's SHA-256 is compared with.
+func (s secret) digest() [sha256.Size]byte {
+	if s.file != nil {
+		return sha256.Sum256(s.file.Value())
+	}
+	return s.fixed
+}
+
+func secretOf(opts Options, name string, fixed map[string]string) secret {
+	if f := opts.SecretFiles[name]; f != nil {
+		return secret{file: f}
+	}
+	return secret{fixed: sha256.Sum256([]byte(fixed[name]))}
+}
+
+// New returns the server of opts.
+func New(opts Options) *Server {
+	s := &Server{
+		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
+		failures: opts.Failures, ttl: opts.Config.Console.SessionTTL.D(),
+		users: map[string]account{},
+		pages: loadPages(),
+	}
+	if s.failures == nil {
+		s.failures = &lockout.Limiter{}
+	}
+	if s.ttl <= 0 {
+		s.ttl = config.DefaultSessionTTL
+	}
+	for _, u := range opts.Config.Console.Users {
+		s.users[u.Name] = account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
+	}
+	for _, t := range opts.Config.Console.Tokens {
+		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, secret: secretOf(opts, t.Name, opts.Secrets.Tokens)})
+	}
+	routes := make([]string, len(opts.Config.Routes))
+	for i, r := range opts.Config.Routes {
+		routes[i] = r.Name
+	}
+	s.actions = &operator.Actions{Store: opts.Store, DB: opts.DB, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}
+	return s
+}
+
+// Handler serves /api/v1/ and /console/; mount it at both. Refusing
+// cross-origin state changes is the caller's (the listener's mux wraps
+// every route in net/http.CrossOriginProtection).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.apiRoutes(mux)
+	s.pageRoutes(mux)
+	return mux
+}
+
+// writeJSON answers v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiError answers {"error": msg}.
+func apiError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

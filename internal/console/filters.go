@@ -1,0 +1,173 @@
+package console
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/claim"
+)
+
+// Claim list bounds.
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+	maxCursor    = 1024
+	maxFilterLen = 255
+	maxKeyLen    = 4096
+)
+
+// filterKeys are the claims list's filters, in the order a page shows them.
+var filterKeys = []string{"status", "provider", "route", "type", "event_id", "business_key", "since", "before"}
+
+// nameRE is a provider or route name, as the configuration allows them.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// badRequest is a filter or body the API answers 400 for; its message
+// names the parameter.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func bad(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
+
+// parseFilters reads the list filters from get (a query or a body), each
+// validated, into a search. Values are never echoed back.
+func parseFilters(get func(string) string) (claim.Search, error) {
+	var f claim.Search
+	if v := get("status"); v != "" {
+		switch s := claim.Status(v); s {
+		case claim.Processing, claim.Completed, claim.Failed, claim.Ignored:
+			f.Status = s
+		default:
+			return f, bad("status: must be processing, completed, failed or ignored")
+		}
+	}
+	for _, n := range []struct {
+		key string
+		dst *string
+	}{{"provider", &f.Provider}, {"route", &f.Route}} {
+		if v := get(n.key); v != "" {
+			if !nameRE.MatchString(v) {
+				return f, bad("%s: must be a name of lower-case letters, digits, - or _ (at most 63)", n.key)
+			}
+			*n.dst = v
+		}
+	}
+	if v := get("type"); v != "" {
+		if len(v) > maxFilterLen || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return f, bad("type: must be printable ASCII without spaces, at most %d characters", maxFilterLen)
+		}
+		if strings.ContainsAny(v, `[]\`) {
+			return f, bad("type: an event type, or a glob whose only wildcards are * and ?")
+		}
+		f.Type = v
+	}
+	if v := get("event_id"); v != "" {
+		if len(v) > maxFilterLen || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return f, bad("event_id: must be a prefix of at most %d characters without control characters", maxFilterLen)
+		}
+		f.EventIDPrefix = v
+	}
+	if v := get("business_key"); v != "" {
+		if len(v) > maxKeyLen {
+			return f, bad("business_key: at most %d characters", maxKeyLen)
+		}
+		f.BusinessKey = v
+	}
+	for _, t := range []struct {
+		key string
+		dst *time.Time
+	}{{"since", &f.Since}, {"before", &f.Before}} {
+		if v := get(t.key); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, bad("%s: want an RFC 3339 time such as 2026-12-01T00:00:00Z", t.key)
+			}
+			*t.dst = at
+		}
+	}
+	if !f.Since.IsZero() && !f.Before.IsZero() && !f.Since.Before(f.Before) {
+		return f, bad("since: must be before before")
+	}
+	return f, nil
+}
+
+// parseList reads a claims list request: the filters, limit and cursor.
+// Any other parameter is refused, so that a misspelt filter is not
+// silently ignored.
+func parseList(q url.Values) (claim.Search, error) {
+	for k := range q {
+		switch k {
+		case "limit", "cursor", "status", "provider", "route", "type", "event_id", "business_key", "since", "before":
+		default:
+			return claim.Search{}, bad("unknown parameter %q: want %s, limit or cursor", cut(k, 64), strings.Join(filterKeys, ", "))
+		}
+	}
+	for k, vs := range q {
+		if len(vs) > 1 {
+			return claim.Search{}, bad("%s: given more than once", k)
+		}
+	}
+	f, err := parseFilters(q.Get)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = defaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return f, bad("limit: must be a whole number from 1 to %d", maxLimit)
+		}
+		f.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		pos, err := decodeCursor(v)
+		if err != nil {
+			return f, err
+		}
+		f.After = &pos
+	}
+	return f, nil
+}
+
+// cursor is the position a page ended at, as next_cursor carries it.
+type cursor struct {
+	T time.Time `json:"t"`
+	P string    `json:"p"`
+	E string    `json:"e"`
+}
+
+func encodeCursor(p claim.Position) string {
+	b, _ := json.Marshal(cursor{p.FirstSeenAt, p.Provider, p.EventID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (claim.Position, error) {
+	var c cursor
+	if len(s) > maxCursor {
+		return claim.Position{}, bad("cursor: not one this API handed out")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.T.IsZero() || c.P == "" || c.E == "" {
+		return claim.Position{}, bad("cursor: not one this API handed out")
+	}
+	return claim.Position{FirstSeenAt: c.T, Provider: c.P, EventID: c.E}, nil
+}
+
+// cut shortens s to n runes.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

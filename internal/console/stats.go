@@ -1,0 +1,161 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Stats window bounds.
+const (
+	defaultStatsWindow = 24 * time.Hour
+	maxStatsWindow     = 31 * 24 * time.Hour
+)
+
+// providerStats is one provider's claims first seen within the window.
+type providerStats struct {
+	Provider string         `json:"provider"`
+	Claims   map[string]int `json:"claims"`
+	// FailureRate is failed / (completed + failed); 0 when none settled.
+	FailureRate float64 `json:"failure_rate"`
+	// OldestProcessingSeconds is the age of the provider's oldest claim
+	// still processing (whenever first seen); 0 when none.
+	OldestProcessingSeconds float64 `json:"oldest_processing_seconds"`
+}
+
+// routeStats is one route's deliveries of claims first seen within the
+// window.
+type routeStats struct {
+	Route                   string         `json:"route"`
+	Deliveries              map[string]int `json:"deliveries"`
+	FailureRate             float64        `json:"failure_rate"`
+	OldestProcessingSeconds float64        `json:"oldest_processing_seconds"`
+}
+
+type stats struct {
+	Window    string          `json:"window"`
+	Providers []providerStats `json:"providers"`
+	Routes    []routeStats    `json:"routes"`
+}
+
+func rate(failed, completed int) float64 {
+	if failed+completed == 0 {
+		return 0
+	}
+	return math.Round(float64(failed)/float64(failed+completed)*1e4) / 1e4
+}
+
+// readStats counts claims and deliveries first seen within window, by
+// provider and by route, through the first_seen_at index; the oldest
+// processing ages come from the partial indexes on processing rows.
+func (s *Server) readStats(ctx context.Context, window time.Duration) (stats, error) {
+	st := stats{Window: window.String(), Providers: []providerStats{}, Routes: []routeStats{}}
+	providers := map[string]*providerStats{}
+	provider := func(name string) *providerStats {
+		if p, ok := providers[name]; ok {
+			return p
+		}
+		p := &providerStats{Provider: name, Claims: map[string]int{}}
+		providers[name] = p
+		return p
+	}
+	routes := map[string]*routeStats{}
+	route := func(name string) *routeStats {
+		if r, ok := routes[name]; ok {
+			return r
+		}
+		r := &routeStats{Route: name, Deliveries: map[string]int{}}
+		routes[name] = r
+		return r
+	}
+	for _, p := range s.cfg.Providers {
+		provider(p.Name)
+	}
+	for _, r := range s.cfg.Routes {
+		route(r.Name)
+	}
+	var name, status string
+	var n int
+	var age float64
+	for _, q := range []struct {
+		sql  string
+		args []any
+		scan []any
+		each func()
+	}{
+		{`SELECT provider, status, count(*) FROM webhook_event_claims
+WHERE first_seen_at >= now() - make_interval(secs => $1) GROUP BY provider, status`,
+			[]any{window.Seconds()}, []any{&name, &status, &n}, func() { provider(name).Claims[status] = n }},
+		{`SELECT d.route, d.status, count(*) FROM webhook_event_claims c
+JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
+WHERE c.first_seen_at >= now() - make_interval(secs => $1) GROUP BY d.route, d.status`,
+			[]any{window.Seconds()}, []any{&name, &status, &n}, func() { route(name).Deliveries[status] = n }},
+		{`SELECT provider, extract(epoch FROM now() - min(first_seen_at))::float8 FROM webhook_event_claims
+WHERE status = 'processing' GROUP BY provider`,
+			nil, []any{&name, &age}, func() { provider(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3 }},
+		{`SELECT d.route, extract(epoch FROM now() - min(c.first_seen_at))::float8 FROM webhook_deliveries d
+JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id
+WHERE d.status = 'processing' GROUP BY d.route`,
+			nil, []any{&name, &age}, func() { route(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3 }},
+	} {
+		rows, err := s.db.Query(ctx, q.sql, q.args...)
+		if err != nil {
+			return st, err
+		}
+		if _, err := pgx.ForEachRow(rows, q.scan, func() error { q.each(); return nil }); err != nil {
+			return st, err
+		}
+	}
+	for _, p := range providers {
+		p.FailureRate = rate(p.Claims["failed"], p.Claims["completed"])
+		st.Providers = append(st.Providers, *p)
+	}
+	for _, r := range routes {
+		r.FailureRate = rate(r.Deliveries["failed"], r.Deliveries["completed"])
+		st.Routes = append(st.Routes, *r)
+	}
+	// Failing first, then by name.
+	slices.SortFunc(st.Providers, func(a, b providerStats) int {
+		if c := cmp.Compare(b.FailureRate, a.FailureRate); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Provider, b.Provider)
+	})
+	slices.SortFunc(st.Routes, func(a, b routeStats) int {
+		if c := cmp.Compare(b.FailureRate, a.FailureRate); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Route, b.Route)
+	})
+	return st, nil
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request, _ principal) {
+	window := defaultStatsWindow
+	for k := range r.URL.Query() {
+		if k != "window" {
+			s.fail(w, r, bad("unknown parameter %q: want window", cut(k, 64)))
+			return
+		}
+	}
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > maxStatsWindow {
+			s.fail(w, r, bad("window: want a duration from 1m to 744h, such as 24h"))
+			return
+		}
+		window = d
+	}
+	st, err := s.readStats(r.Context(), window)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
