@@ -16,6 +16,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 // claimedAtOnce answers every claim as new, at once: the handler's own path
@@ -43,7 +44,11 @@ func BenchmarkHandler(b *testing.B) {
 		b.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := ingest.New(cfg, secrets, claimedAtOnce{}, nil, logger, prometheus.NewRegistry())
+	table, err := route.New(cfg, secrets.Headers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := ingest.New(cfg, table, secrets, claimedAtOnce{}, nil, logger, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
