@@ -254,9 +254,9 @@ type Route struct {
 	// only the delivery key (provider, event id) dedupes.
 	BusinessKey []string `yaml:"business_key"`
 	// Concurrency is how many attempts to this route one worker runs at
-	// once: the MaxWorkers of the route's own River queue. River applies it
-	// per worker process, so N workers run up to N times as many. Default
-	// worker.concurrency.
+	// once: the worker's call tokens for the route (its River queue has
+	// four slots per token; deliver.Queues). It holds per worker process,
+	// so N workers run up to N times as many. Default worker.concurrency.
 	Concurrency int `yaml:"concurrency"`
 
 	// Filter is an optional jq program over the provider's JSON body and

@@ -7,20 +7,29 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 )
 
+// callSlots is how many River slots a route's queue has per call it may
+// have in flight. A job holds a slot for its whole cycle (River's fetch
+// and dispatch, the batched load, the call, the batched end), but a call
+// token (Worker.calls) only for the load and the call, so the route's
+// concurrency bounds its calls exactly while the rest of the cycle runs
+// beside them.
+const callSlots = 4
+
 // Queues returns the River queues a worker works: one per configured route,
-// named claim.Queue(route), whose MaxWorkers is the route's concurrency, so
-// that River bounds the attempts in flight to each route and can pause one
-// route alone; and the default queue, with worker.concurrency, for the
-// reconciler, for jobs of routes no longer configured (failed with the
-// reason), and for jobs enqueued there before routes had queues.
+// named claim.Queue(route), with callSlots times the route's concurrency
+// as MaxWorkers (at most River's limit), so that River can pause one route
+// alone while the worker's call tokens bound the attempts in flight to it;
+// and the default queue, with worker.concurrency, for the reconciler, for
+// jobs of routes no longer configured (failed with the reason), and for
+// jobs enqueued there before routes had queues.
 //
-// River applies MaxWorkers per client, that is per worker process: N
-// workers run up to N times a route's concurrency at once.
+// Both bounds are per worker process: N workers run up to N times a
+// route's concurrency of calls at once.
 func Queues(cfg *config.Config) map[string]river.QueueConfig {
 	queues := make(map[string]river.QueueConfig, len(cfg.Routes)+1)
 	queues[river.QueueDefault] = river.QueueConfig{MaxWorkers: cfg.Worker.Concurrency}
 	for _, r := range cfg.Routes {
-		queues[claim.Queue(r.Name)] = river.QueueConfig{MaxWorkers: r.Concurrency}
+		queues[claim.Queue(r.Name)] = river.QueueConfig{MaxWorkers: min(callSlots*r.Concurrency, river.QueueNumWorkersMax)}
 	}
 	return queues
 }

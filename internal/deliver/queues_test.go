@@ -17,12 +17,14 @@ func TestQueues(t *testing.T) {
 			{Name: "ship-order", Concurrency: 2},
 			{Name: "mail", Concurrency: 100},
 			{Name: "odd--name", Concurrency: 7},
+			{Name: "wide", Concurrency: config.MaxConcurrency},
 		},
 	}
 	require.Equal(t, map[string]river.QueueConfig{
 		river.QueueDefault: {MaxWorkers: 100},
-		"route-ship-order": {MaxWorkers: 2},
-		"route-mail":       {MaxWorkers: 100},
-		"routeh-2fc180d43ffa7eaafb3d202b79b2f7fa": {MaxWorkers: 7},
+		"route-ship-order": {MaxWorkers: 8},
+		"route-mail":       {MaxWorkers: 400},
+		"routeh-2fc180d43ffa7eaafb3d202b79b2f7fa": {MaxWorkers: 28},
+		"route-wide": {MaxWorkers: river.QueueNumWorkersMax},
 	}, Queues(cfg))
 }

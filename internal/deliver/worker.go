@@ -133,7 +133,21 @@ type Worker struct {
 	// process, one right after the other.
 	mu    sync.Mutex
 	hints map[int64]time.Duration
+
+	// calls holds, per configured route, one token per call in flight: the
+	// route's concurrency, exact in this process. River's slots for the
+	// route's queue are callSlots times as many (see Queues), so that the
+	// fetch, the batched load and the batched end of one job overlap
+	// another's call instead of holding a call's place.
+	calls map[string]chan struct{}
 }
+
+// callWait bounds how long a job waits for one of its route's call tokens
+// before it is snoozed back to the queue (no attempt used, nothing sent): a
+// tenth of the config's end bound, 2.5s by default, well inside the grace
+// River's timeout gives a run beyond the route's timeout, so that a call
+// that got its token still has its whole timeout.
+func callWait(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() / 10 }
 
 // NewWorker returns a delivery worker. It fails, naming the key, when a
 // route cannot be compiled, its TLS files cannot be read, or its signing
@@ -159,6 +173,10 @@ func NewWorker(o Options) (*Worker, error) {
 		redact:  redactorOf(o),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
+		calls:   map[string]chan struct{}{},
+	}
+	for _, r := range o.Config.Routes {
+		w.calls[r.Name] = make(chan struct{}, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency))
 	}
 	for i, r := range o.Config.Routes {
 		c := o.HTTPClient
@@ -281,6 +299,18 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
 		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
 
+	// The call token is taken before the load, so that at most the route's
+	// concurrency of payloads are held waiting for their call, and given
+	// back as soon as the call returns, before the end is recorded.
+	release := func() {}
+	if tokens, ok := w.calls[k.Route]; ok {
+		var err error
+		if release, err = w.awaitCall(ctx, log, tokens); err != nil {
+			return err
+		}
+		defer release()
+	}
+
 	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
 		w.metrics.countRun(k.Route, runSkipped)
@@ -310,6 +340,8 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
 	o := w.call(ctx, r, d, attempt)
+	release()
+	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
 	log = log.With(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
@@ -331,6 +363,34 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 		}
 		return err
 	}
+}
+
+// awaitCall takes one of a route's call tokens and returns the function
+// that gives it back (once, however often called). A job that waits longer
+// than callWait, or whose worker stops meanwhile, is snoozed: River puts it
+// back in the queue at once without using an attempt, and nothing was sent.
+func (w *Worker) awaitCall(ctx context.Context, log *slog.Logger, tokens chan struct{}) (func(), error) {
+	select {
+	case tokens <- struct{}{}:
+	default:
+		t := time.NewTimer(callWait(w.cfg))
+		defer t.Stop()
+		select {
+		case tokens <- struct{}{}:
+		case <-t.C:
+			log.Debug("every call slot of the route stayed busy; the job returns to the queue")
+			return nil, river.JobSnooze(0)
+		case <-ctx.Done():
+			return nil, river.JobSnooze(0)
+		}
+	}
+	held := true
+	return func() {
+		if held {
+			held = false
+			<-tokens
+		}
+	}, nil
 }
 
 // call makes the one downstream request of this run and classifies its answer.

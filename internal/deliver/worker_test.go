@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -444,4 +445,59 @@ WHERE kind = $2 AND finalized_at IS NULL RETURNING id`, attempt, claim.DeliveryK
 		got = append(got, r.header.Get("Hookgate-Attempt"))
 	}
 	require.Equal(t, []string{"2", "3"}, got)
+}
+
+// A route's concurrency bounds its calls, not River's slots: a job whose
+// route has every call in flight waits for one, up to callWait, then goes
+// back to the queue snoozed, having sent nothing.
+func TestJobWaitsForACallSlotThenSnoozes(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	var unhold sync.Once
+	release := func() { unhold.Do(func() { close(hold) }) }
+	b := setupDB(t, func(n int, _ *http.Request) int {
+		if n == 1 {
+			<-hold
+		}
+		return http.StatusOK
+	})
+	t.Cleanup(release) // before the downstream closes, should an assertion fail
+	b.cfg.Routes[0].Concurrency = 1
+	b.cfg.Worker.RescueAfter = config.Duration(2 * time.Second) // callWait 50ms
+	b.claimed(t, "evt_a", "ship")
+	b.claimed(t, "evt_b", "ship")
+
+	txA, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer txA.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
+	txB, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer txB.Rollback(context.Background()) //nolint:errcheck // rolled back
+	// One worker for both jobs: the call slots are its own. Only job A's run
+	// touches the worker's database, A's transaction.
+	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: txA})
+	require.NoError(t, err)
+	jobA, jobB := b.job(t, txA, "evt_a", "ship"), b.job(t, txB, "evt_b", "ship")
+
+	done := make(chan *rivertest.WorkResult, 1)
+	go func() {
+		res, err := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).WorkJob(context.Background(), t, txA, jobA)
+		assert.NoError(t, err)
+		done <- res
+	}()
+	require.Eventually(t, func() bool { return len(b.down.received()) == 1 }, 30*time.Second, 5*time.Millisecond,
+		"job A's call reaches the downstream")
+
+	res, err := work(t, txB, w, jobB)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "job B waited for the one call slot, then went back")
+	require.Len(t, b.down.received(), 1, "job B sent nothing")
+
+	release()
+	select {
+	case res := <-done:
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	case <-time.After(30 * time.Second):
+		t.Fatal("job A did not finish")
+	}
 }

@@ -90,9 +90,10 @@ func (g *peakGauge) hold(d time.Duration) behaviour {
 }
 
 // TestRouteConcurrency sends bursts of 50 events to a route with
-// concurrency 2 whose downstream holds each request 50ms. River bounds a
-// queue's workers per process, so one worker has at most 2 requests in
-// flight, and two workers at most 2 each.
+// concurrency 2 whose downstream holds each request 50ms. The route's
+// River queue has more slots than that (deliver.Queues: four per call),
+// and the worker's call tokens bound the calls per process, so one worker
+// has exactly 2 requests in flight at most, and two workers at most 2 each.
 func TestRouteConcurrency(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "limited", events: []string{"*"}, concurrency: 2}}, setting{"concurrency", "8"})

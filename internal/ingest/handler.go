@@ -68,6 +68,10 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	} else if status >= 400 {
 		level = slog.LevelWarn
 	}
+	ctx = c.Request().Context()
+	if level == slog.LevelInfo && (!s.logger.Enabled(ctx, level) || !s.lines.allow(ctx, s.logger, s.now(), result)) {
+		return nil
+	}
 	attrs := []slog.Attr{
 		// The path segment is the client's to choose, verified or not.
 		slog.String("provider", capLog(name)),
@@ -79,7 +83,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	s.logger.LogAttrs(c.Request().Context(), level, "webhook", attrs...)
+	s.logger.LogAttrs(ctx, level, "webhook", attrs...)
 	if err != nil {
 		// Answered here rather than returned, so that the metrics
 		// middleware records the status actually sent.
@@ -181,12 +185,15 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 	case claim.Replay:
 		s.metrics.replays.WithLabelValues(name).Inc()
 	}
-	result = map[claim.Decision]string{
-		claim.Claimed: "claimed", claim.ClaimedIgnored: "ignored",
-		claim.Duplicate: "duplicate", claim.Reopened: "reopened", claim.Replay: "replay",
-	}[res.Decision]
+	result = resultNames[res.Decision]
 	endClaim(span, result, nil)
 	return result, ev.ID, c.JSON(http.StatusOK, ack{Received: true, Duplicate: res.Duplicate()})
+}
+
+// resultNames name a claim's decision in the request's log line.
+var resultNames = map[claim.Decision]string{
+	claim.Claimed: "claimed", claim.ClaimedIgnored: "ignored",
+	claim.Duplicate: "duplicate", claim.Reopened: "reopened", claim.Replay: "replay",
 }
 
 // maxLogField bounds every log field taken from an unauthenticated request.

@@ -65,6 +65,8 @@ type Server struct {
 	// inFlight holds one token per webhook request being read or claimed.
 	inFlight chan struct{}
 	tracer   tracer
+	// lines samples the INFO lines of accepted requests.
+	lines lineBudget
 }
 
 // New builds the server over cfg's routes, compiled (route.New). It fails
@@ -80,6 +82,7 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 		metrics:   newMetrics(reg, cfg),
 		now:       time.Now,
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
+		lines:     lineBudget{perSecond: requestLinesPerSecond},
 	}
 	for i, p := range cfg.Providers {
 		// A public key of the wrong type is refused naming the setting it

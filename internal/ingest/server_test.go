@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -45,6 +46,7 @@ type bundle struct {
 	store   *claim.Store
 	handler http.Handler
 	logs    *bytes.Buffer
+	srv     *ingest.Server
 }
 
 // setup builds the server as cmd/ingest wires it, over a store in a
@@ -71,7 +73,7 @@ func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
 	require.NoError(t, err)
 	srv, err := ingest.New(cfg, table, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
 	require.NoError(t, err)
-	return &bundle{db: db, store: store, handler: srv.Handler(), logs: logs}
+	return &bundle{db: db, store: store, handler: srv.Handler(), logs: logs, srv: srv}
 }
 
 // serve sends one request to the handler and returns the status and body.
@@ -195,4 +197,42 @@ func TestReadyz(t *testing.T) {
 	status, body := b.serve(t, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, map[string]any{"status": "ready"}, body)
+}
+
+// Past the budget, accepted requests are counted, not logged, and the count
+// is logged with the first request of a later second; a refused request is
+// always logged.
+func TestRequestLinesAreSampled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	b.srv.SetLineBudget(2, func() time.Time { return now })
+	for i := range 4 {
+		status, _ := b.serve(t, stripeRequest("stripe", fmt.Sprintf("evt_sampled_%d", i), handlerSecret))
+		require.Equal(t, http.StatusOK, status)
+	}
+	status, _ := b.serve(t, stripeRequest("stripe", "evt_forged", "whsec_wrong"))
+	require.Equal(t, http.StatusUnauthorized, status)
+	lines := func(msg string) []map[string]any {
+		var out []map[string]any
+		for line := range strings.Lines(b.logs.String()) {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &m))
+			if m["msg"] == msg {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	require.Len(t, lines("webhook"), 3, "two accepted requests within the budget, and the refused one")
+	require.Empty(t, lines("webhook lines over the budget were counted, not written"))
+
+	now = now.Add(time.Second)
+	status, _ = b.serve(t, stripeRequest("stripe", "evt_sampled_next", handlerSecret))
+	require.Equal(t, http.StatusOK, status)
+	summary := lines("webhook lines over the budget were counted, not written")
+	require.Len(t, summary, 1)
+	require.EqualValues(t, 2, summary[0]["not_logged"])
+	require.Equal(t, map[string]any{"claimed": float64(2)}, summary[0]["by_result"])
+	require.Len(t, lines("webhook"), 4, "a new second's first line")
 }

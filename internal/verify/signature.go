@@ -1,13 +1,16 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,13 +22,29 @@ const maxSignatureEntries = 16
 
 // hmacSHA256 returns HMAC-SHA256 of the concatenation of parts under key,
 // without building the concatenation (the body may be a megabyte).
+// The keyed state of each secret's HMAC is kept for reuse (macs), so that a
+// request costs its hashes, not the key's setup again.
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
-	m := hmac.New(sha256.New, key)
+	pool, ok := macs.Load(string(key))
+	if !ok {
+		k := bytes.Clone(key)
+		pool, _ = macs.LoadOrStore(string(k), &sync.Pool{New: func() any { return hmac.New(sha256.New, k) }})
+	}
+	m := pool.(*sync.Pool).Get().(hash.Hash)
+	m.Reset()
 	for _, p := range parts {
 		m.Write(p)
 	}
-	return m.Sum(nil)
+	sum := m.Sum(make([]byte, 0, sha256.Size))
+	pool.(*sync.Pool).Put(m)
+	return sum
 }
+
+// macs holds, by key, a pool of HMAC-SHA256 states keyed with it. Every
+// caller passes a configured secret (matchAny), so the map holds the
+// configured secrets, plus those that each reload of secret files brings:
+// it grows with the operator's changes, never with requests.
+var macs sync.Map
 
 // matchAny reports whether any candidate equals HMAC-SHA256 of content under
 // any of secrets. Each comparison is constant-time and the loops never stop

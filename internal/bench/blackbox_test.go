@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// cpuProfilePath is where BenchmarkSystem has ingest write its CPU profile
+// of the unique-events phase: BENCH_CPUPROFILE, else
+// hookgate-ingest.pprof in the system's temporary directory.
+func cpuProfilePath(b *testing.B) string {
+	b.Helper()
+	path := os.Getenv("BENCH_CPUPROFILE")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "hookgate-ingest.pprof")
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = os.Remove(path)
+	return path
+}
+
+// signal sends sig to the process.
+func (p *process) signal(b *testing.B, sig syscall.Signal) {
+	b.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// profileTop waits for ingest to finish writing the profile at path and
+// returns its top consumers (flat and cumulative), as go tool pprof prints them.
+func profileTop(b *testing.B, path string) string {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("ingest wrote no CPU profile to %s", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var top strings.Builder
+	for _, args := range [][]string{{"-top", "-nodecount", "25"}, {"-top", "-cum", "-nodecount", "40"}} {
+		out, err := exec.Command("go", append(append([]string{"tool", "pprof"}, args...), path)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("go tool pprof: %v\n%s", err, out)
+		}
+		top.Write(out)
+	}
+	return top.String()
+}
+
+// reapedCPUOf returns the CPU-seconds of process pid's children that it
+// has waited for (cutime + cstime).
+func reapedCPUOf(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 15 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[13], 64)
+	s, _ := strconv.ParseFloat(f[14], 64)
+	return (u + s) / clockTicks
+}
+
+// privateFigures are the black-box figures on a private cluster.
+type privateFigures struct {
+	tps                  float64
+	pgbenchPG            float64 // Postgres CPU-s per 1,000 pgbench transactions
+	ingest               phase
+	ingestCPU, ingestPG  float64 // per 1,000 events accepted
+	drain                float64
+	workerCPU, workerPG  float64 // per 1,000 events drained
+	ingestRSS, workerRSS int
+	durable              string
+}
+
+func (f privateFigures) print(out io.Writer) {
+	fmt.Fprintf(out, "\nprivate cluster (%s), worker.concurrency %d\n", f.durable, workerConcurrency())
+	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", f.tps)
+	fmt.Fprintln(out, f.ingest)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", f.drain)
+	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining;"+
+		" pgbench's transaction: Postgres %.2f\n", f.ingestCPU, f.ingestPG, f.workerCPU, f.workerPG, f.pgbenchPG)
+	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB\n", float64(f.ingestRSS)/1024, float64(f.workerRSS)/1024)
+}
+
+// privateRun starts a cluster of its own with fsync, synchronous_commit and
+// full_page_writes on (pgcluster turns them off by default), migrates it
+// with `ingest migrate`, and measures there, black-box: pgbench's
+// per-event transaction, ingest alone at full rate (unique events), then
+// the worker at the shipped defaults draining the backlog.
+func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
+	b.Helper()
+	ctx := context.Background()
+	durable := []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}
+	c := dbtest.NewCluster(b)
+	c.Settings = append(c.Settings, durable...)
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Restart(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.Stop(ctx) }()
+	dbURL := c.URL("postgres")
+	cfg := writeConfig(b, down.URL, workerConcurrency())
+	env := []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret}
+	migrate := exec.Command(filepath.Join(bins.dir, "ingest"), "migrate", "--config", cfg)
+	migrate.Env = append(os.Environ(), env...)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("ingest migrate on the private cluster: %v\n%s", err, out)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	pg := postmaster(b, pool)
+	f := privateFigures{durable: strings.Join(durable, ", ")}
+
+	pg0 := pg.cpu()
+	tps, txs := runPgbench(b, dbURL)
+	f.tps, f.pgbenchPG = tps, (pg.cpu()-pg0)/float64(txs)*1000
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
+	ingest := startBinary(b, bins, "ingest", cfg, env)
+	url := ingest.base + "/webhooks/stripe"
+	if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
+		s := signEvent(fmt.Sprintf("evt_pwarm_%d", i))
+		return postStripe(client, url, s.body, s.header)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	unique := make([]signedEvent, n)
+	for i := range unique {
+		unique[i] = signEvent(fmt.Sprintf("evt_private_%d", i))
+	}
+	cpu0, pg0 := cpuOf(ingest.pid()), pg.cpu()
+	f.ingest, err = hammer("ingest, unique events", n, func(i int) error { return postStripe(client, url, unique[i].body, unique[i].header) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.ingestCPU, f.ingestPG = (cpuOf(ingest.pid())-cpu0)/float64(n)*1000, (pg.cpu()-pg0)/float64(n)*1000
+
+	before := down.events()
+	pg0 = pg.cpu()
+	worker := startBinary(b, bins, "worker", cfg, env)
+	waitDrained(b, pool, down, before+4*concurrency+n)
+	f.workerCPU, f.workerPG = cpuOf(worker.pid())/float64(4*concurrency+n)*1000, (pg.cpu()-pg0)/float64(4*concurrency+n)*1000
+	f.drain = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_private_%'`)
+	f.ingestRSS, f.workerRSS = peakRSS(ingest.pid()), peakRSS(worker.pid())
+	worker.stop(b)
+	ingest.stop(b)
+	return f
+}
