@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
@@ -33,7 +35,8 @@ func TestReadyzNeedsWritableDatabase(t *testing.T) {
 	addr := proctest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, io.Discard) }()
+	logs := &proctest.Buffer{}
+	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), logs, logs) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -47,14 +50,38 @@ func TestReadyzNeedsWritableDatabase(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// River's client starts after the listener does, and a start that
+	// meets a read-only database fails the start: the worker exits, for
+	// its supervisor to start it again. What this test turns read-only is
+	// a running worker's database.
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "worker running") },
+		30*time.Second, 20*time.Millisecond, "the worker never said it runs")
 	require.Equal(t, http.StatusOK, readyz())
 
+	// until polls readyz for want, and fails at once, with the worker's
+	// logs, if the worker stopped on the way.
+	until := func(want int, msg string) {
+		t.Helper()
+		var exited bool
+		var err error
+		ok := assert.Eventually(t, func() bool {
+			select {
+			case err = <-done:
+				done <- err // for the cleanup
+				exited = true
+				return true
+			default:
+			}
+			return readyz() == want
+		}, 30*time.Second, 20*time.Millisecond, msg)
+		if exited || !ok {
+			t.Fatalf("%s (worker stopped: %t, %v); its logs:\n%s", msg, exited, err, logs.String())
+		}
+	}
 	setReadOnly(t, cluster, true)
-	require.Eventually(t, func() bool { return readyz() == http.StatusServiceUnavailable },
-		30*time.Second, 20*time.Millisecond, "a read-only database makes the worker unready")
+	until(http.StatusServiceUnavailable, "a read-only database makes the worker unready")
 	setReadOnly(t, cluster, false)
-	require.Eventually(t, func() bool { return readyz() == http.StatusOK },
-		30*time.Second, 20*time.Millisecond, "writable again, the worker is ready")
+	until(http.StatusOK, "writable again, the worker is ready")
 }
 
 // setReadOnly makes every new transaction on c read-only, or writable again.
