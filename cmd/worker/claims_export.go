@@ -88,6 +88,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 				Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 				LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
+				Attempts: orEmpty(d.Attempts),
 			})
 		}
 		return enc.Encode(&v)
