@@ -15,9 +15,9 @@ type AttemptRecord struct {
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS int64     `json:"duration_ms"`
 	// StatusCode is the downstream's HTTP status; nil when none came.
-	StatusCode *int `json:"status_code"`
+	StatusCode *int `json:"status_code,omitempty"`
 	// Error says why the attempt did not count as delivered; nil on success.
-	Error *string `json:"error"`
+	Error *string `json:"error,omitempty"`
 	// Response is the first 2 KiB of the answer's body, redacted; nil when
 	// none came or retention cleared it. Only operators are shown it.
 	Response *string `json:"response,omitempty"`
