@@ -45,7 +45,7 @@ func newRecorder() *recorder {
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	path, key := strings.TrimPrefix(req.URL.Path, "/"), req.Header.Get("Idempotency-Key")
-	if path == "v1/shipments" {
+	if strings.HasPrefix(path, "v1/shipments") {
 		key = req.Header.Get("X-Idempotency-Key")
 		if req.Header.Get("Authorization") != r.shipperAuth {
 			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
@@ -82,9 +82,21 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		io.WriteString(w, `{"id":"shp_8812","status":"created"}`)
 		return
 	}
+	if path == labelPath && code/100 == 2 {
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"tracking_number":"`+trackingNumber+`"}`)
+		return
+	}
 	w.WriteHeader(code)
 	fmt.Fprintf(w, `{"ok":%t}`, code/100 == 2)
 }
+
+// The worked example's second step: the label of the shipment the first
+// created, and the tracking number it answers.
+const (
+	labelPath      = "v1/shipments/shp_8812/label"
+	trackingNumber = "1Z999AA10123456784"
+)
 
 // firstSuccess is the request number of key's first 2xx at path: the
 // request that performs its effect.
@@ -654,14 +666,15 @@ func (c *n8nChecker) workedExample(ctx context.Context) ([]n8nRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	ship, notify := ds["create-shipment"], ds["notify-ops"]
+	ship, label, notify := ds["create-shipment"], ds["buy-label"], ds["notify-ops"]
 	shipCalls, shipEffects := c.rec.stats("v1/shipments")
+	labelCalls, labelEffects := c.rec.stats(labelPath)
 	_, notifyEffects := c.rec.stats("effect/checkout-paid")
 	key, body := c.rec.last("effect/checkout-paid")
 	var told struct {
-		Email string `json:"email"`
-		Order string `json:"order"`
-		Ships bool   `json:"ships"`
+		Email    string `json:"email"`
+		Order    string `json:"order"`
+		Tracking string `json:"tracking"`
 	}
 	_ = json.Unmarshal(body, &told)
 	wantKey := claim.Key{Provider: "stripe", EventID: id, Route: "notify-ops"}.IdempotencyKey()
@@ -682,15 +695,22 @@ func (c *n8nChecker) workedExample(ctx context.Context) ([]n8nRow, error) {
 				!dup1 && dup2, ship.Status, ship.AttemptCount, string(ship.Result)),
 			executions: "—", effects: fmt.Sprintf("%d shipment (of %d calls)", shipEffects, shipCalls),
 			verdict: okIf(!dup1 && dup2 && cl.Status == claim.Completed && ship.AttemptCount == 2 &&
-				string(ship.Result) == `"shp_8812"` && shipEffects == 1),
+				string(ship.Result) == `{"id": "shp_8812"}` && shipEffects == 1),
+		},
+		{
+			scenario:   "worked example: buy-label after create-shipment, the shipment id in its path",
+			hookgate:   fmt.Sprintf("buy-label %s after %d attempt(s), result %s", label.Status, label.AttemptCount, string(label.Result)),
+			executions: "—", effects: fmt.Sprintf("%d label (of %d calls)", labelEffects, labelCalls),
+			verdict: okIf(label.Status == claim.DeliveryCompleted && labelEffects == 1 && labelCalls == 1 &&
+				string(label.Result) == `{"tracking": "`+trackingNumber+`"}`),
 		},
 		{
 			scenario: "worked example: notify-ops to the Header Auth workflow",
-			hookgate: fmt.Sprintf("%s after %d attempt(s); the workflow saw the key: %t, email %q",
-				notify.Status, notify.AttemptCount, key == wantKey, told.Email),
+			hookgate: fmt.Sprintf("%s after %d attempt(s); the workflow saw the key: %t, email %q, tracking %q",
+				notify.Status, notify.AttemptCount, key == wantKey, told.Email, told.Tracking),
 			executions: describeExecutions(ex), effects: strconv.Itoa(notifyEffects),
 			verdict: okIf(notify.Status == claim.DeliveryCompleted && total(ex) == 1 && ex["success"] == 1 && notifyEffects == 1 &&
-				key == wantKey && told.Email == "ada@example.com" && told.Order == "ord_1042" && told.Ships),
+				key == wantKey && told.Email == "ada@example.com" && told.Order == "ord_1042" && told.Tracking == trackingNumber),
 		},
 		{
 			scenario: "a wrong X-Hookgate-Token, sent to the workflow directly",

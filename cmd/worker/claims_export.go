@@ -89,6 +89,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 				LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
 				Attempts: orEmpty(d.Attempts),
+				After:    d.After,
 			})
 		}
 		return enc.Encode(&v)

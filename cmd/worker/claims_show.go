@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +30,8 @@ type deliveryView struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Attempts is the delivery's attempt history, without responses.
 	Attempts []claim.AttemptRecord `json:"attempts"`
+	// After names the routes that run before this one, for this event.
+	After []string `json:"after,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims show` prints it.
@@ -84,6 +87,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
 			Attempts: orEmpty(attempts[d.Route]),
+			After:    d.After,
 		}
 	}
 	if asJSON {
@@ -125,7 +129,11 @@ func printClaim(w io.Writer, v claimView) error {
 		} else {
 			attempts += " (route no longer configured)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, d.Status, attempts, stamp(&d.UpdatedAt),
+		status := string(d.Status)
+		if len(d.After) > 0 {
+			status += " (after " + strings.Join(d.After, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Route, status, attempts, stamp(&d.UpdatedAt),
 			stamp(d.CompletedAt), d.IdempotencyKey, orDash(string(d.Result)), orDash(d.LastError))
 	}
 	if err := tw.Flush(); err != nil {

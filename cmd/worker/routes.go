@@ -108,14 +108,14 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		return writeJSONLines(env.Stdout, views)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
+	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
 	for _, v := range views {
 		state := "active"
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, v.Concurrency,
-			v.Processing, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, v.Concurrency,
+			v.Processing, v.Waiting, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
 	}
 	return tw.Flush()
 }

@@ -32,6 +32,10 @@ func TestRoutesCommands(t *testing.T) {
 			[]string{"ship"}, true)
 		require.NoError(t, err)
 	}
+	// One more event whose ship delivery waits for a route that runs first.
+	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
+		After: map[string][]string{"ship": {"first"}}}, []string{"first", "ship"}, true)
+	require.NoError(t, err)
 	routes := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
@@ -41,8 +45,8 @@ func TestRoutesCommands(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(routes("list")), "\n")
 	require.Len(t, lines, 2, lines)
-	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
-	require.Regexp(t, `^ship\s+active\s+4\s+2\s+0\s+2\s+0\s+0\s+route-ship\s+-$`, lines[1])
+	require.Regexp(t, `^ROUTE\s+STATE\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
+	require.Regexp(t, `^ship\s+active\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+route-ship\s+-$`, lines[1])
 
 	// The config file may be named before the subcommand, too.
 	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
@@ -58,12 +62,13 @@ func TestRoutesCommands(t *testing.T) {
 
 	require.Equal(t, "paused route ship (queue route-ship): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 		routes("pause", "ship"))
-	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+4\s+2\s+0\s+2\s`, routes("list"))
+	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+4\s+2\s+1\s+0\s+2\s`, routes("list"))
 	var v struct {
 		Route       string `json:"route"`
 		Queue       string `json:"queue"`
 		Concurrency int    `json:"concurrency"`
 		Processing  int    `json:"processing"`
+		Waiting     int    `json:"waiting"`
 		Failed      int    `json:"failed"`
 		Backlog     int    `json:"backlog"`
 		Available   int    `json:"available"`
@@ -75,6 +80,7 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "route-ship", v.Queue)
 	require.Equal(t, 4, v.Concurrency, "worker.concurrency, as the route sets none")
 	require.Equal(t, 2, v.Processing)
+	require.Equal(t, 1, v.Waiting)
 	require.Equal(t, 2, v.Backlog)
 	require.Equal(t, 2, v.Available)
 	require.True(t, v.Paused)

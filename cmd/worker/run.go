@@ -162,7 +162,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err
 	}
-	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, dbCheckTimeout, logger),
+	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(deliver.OldestQueuedDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.

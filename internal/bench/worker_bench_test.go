@@ -264,6 +264,24 @@ type process struct {
 // one route to downstream, and waits until it is healthy.
 func startWorker(b *testing.B, databaseURL, downstream string) *process {
 	b.Helper()
+	return startWorkerWith(b, databaseURL, fmt.Sprintf(`
+  - name: sink
+    provider: bench
+    events: ["*"]
+    url: %s/sink
+  - name: shaped
+    provider: bench
+    events: ["*"]
+    url: %s/shaped
+    body: '%s'
+`, downstream, downstream, shipmentBody))
+}
+
+// startWorkerWith builds and starts the worker binary against databaseURL
+// with routes (YAML list items of provider bench), and waits until it is
+// healthy.
+func startWorkerWith(b *testing.B, databaseURL, routes string) *process {
+	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "worker")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hookgate/hookgate/cmd/worker").CombinedOutput(); err != nil {
@@ -278,17 +296,7 @@ providers:
   - name: bench
     scheme: standard-webhooks
     secrets_env: [BENCH_SECRET]
-routes:
-  - name: sink
-    provider: bench
-    events: ["*"]
-    url: %s/sink
-  - name: shaped
-    provider: bench
-    events: ["*"]
-    url: %s/shaped
-    body: '%s'
-`, addr, workerConcurrency(), downstream, downstream, shipmentBody)
+routes:`, addr, workerConcurrency()) + routes
 	cfgPath := filepath.Join(dir, "hookgate.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)

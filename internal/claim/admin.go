@@ -73,7 +73,7 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID)
 	}
 	// Without the payload, which nothing here shows. The business keys a
 	// claim holds are found through their claim index.
-	rows, err = s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(k.business_key, '')", "d.result::text", "NULL::bytea")+`
+	rows, err = s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(k.business_key, '')", "d.result::text", "NULL::text", "NULL::bytea")+`
 FROM webhook_deliveries d
 JOIN webhook_event_claims c USING (provider, event_id)
 LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
@@ -185,11 +185,15 @@ type Backlog struct {
 	Processing int
 	// OldestAge is the age of the oldest processing claim; 0 when none.
 	OldestAge time.Duration
+	// Waiting counts waiting deliveries by route, for the routes asked
+	// about; a route with none is absent.
+	Waiting map[string]int
 }
 
 // Backlog counts processing claims and the age of the oldest one, using the
-// partial index on processing claims.
-func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
+// partial index on processing claims, and the waiting deliveries of routes,
+// using the partial index on waiting deliveries.
+func (s *Store) Backlog(ctx context.Context, routes []string) (Backlog, error) {
 	var b Backlog
 	var age float64
 	err := s.db.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(first_seen_at)), 0)
@@ -198,5 +202,19 @@ FROM webhook_event_claims WHERE status = 'processing'`).Scan(&b.Processing, &age
 		return Backlog{}, fmt.Errorf("measuring backlog: %w", err)
 	}
 	b.OldestAge = time.Duration(age * float64(time.Second))
+	rows, err := s.db.Query(ctx, `SELECT route, count(*) FROM webhook_deliveries
+WHERE status = 'waiting' AND route = ANY($1) GROUP BY route`, routes)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("counting waiting deliveries: %w", err)
+	}
+	var route string
+	var n int
+	b.Waiting = map[string]int{}
+	if _, err := pgx.ForEachRow(rows, []any{&route, &n}, func() error {
+		b.Waiting[route] = n
+		return nil
+	}); err != nil {
+		return Backlog{}, fmt.Errorf("counting waiting deliveries: %w", err)
+	}
 	return b, nil
 }

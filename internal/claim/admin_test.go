@@ -291,9 +291,10 @@ func TestBacklog(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	backlog, err := b.store.Backlog(t.Context())
+	routes := []string{"ship", "mail"}
+	backlog, err := b.store.Backlog(t.Context(), routes)
 	require.NoError(t, err)
-	require.Equal(t, claim.Backlog{}, backlog)
+	require.Equal(t, claim.Backlog{Waiting: map[string]int{}}, backlog)
 
 	b.claimed(t, "evt_old", "ship")
 	b.claimed(t, "evt_new", "ship", "mail")
@@ -308,9 +309,18 @@ func TestBacklog(t *testing.T) {
 	b.backdate(t, "first_seen_at", "stripe", "evt_failed", 3*time.Hour)
 	b.backdate(t, "first_seen_at", "stripe", "evt_ignored", 4*time.Hour)
 
-	backlog, err = b.store.Backlog(t.Context())
+	// Waiting deliveries count by route, for the routes asked about.
+	for _, id := range []string{"evt_chain1", "evt_chain2"} {
+		_, err := b.store.Claim(t.Context(), chained(id, map[string][]string{"mail": {"ship"}, "ledger": {"ship"}}),
+			[]string{"ship", "mail", "ledger"}, true)
+		require.NoError(t, err)
+		b.backdate(t, "first_seen_at", "stripe", id, time.Minute)
+	}
+
+	backlog, err = b.store.Backlog(t.Context(), routes)
 	require.NoError(t, err)
-	require.Equal(t, 2, backlog.Processing)
+	require.Equal(t, map[string]int{"mail": 2}, backlog.Waiting)
+	require.Equal(t, 4, backlog.Processing)
 	require.GreaterOrEqual(t, backlog.OldestAge, time.Hour)
 	require.Less(t, backlog.OldestAge, time.Hour+time.Minute)
 }

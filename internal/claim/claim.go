@@ -34,8 +34,12 @@ type DeliveryStatus string
 // Delivery statuses, per the contract.
 const (
 	DeliveryProcessing DeliveryStatus = "processing"
-	DeliveryCompleted  DeliveryStatus = "completed"
-	DeliveryFailed     DeliveryStatus = "failed"
+	// DeliveryWaiting: the route runs after others (after: in the config)
+	// that have not all completed; the delivery has no job until the
+	// transaction that completes the last of them releases it.
+	DeliveryWaiting   DeliveryStatus = "waiting"
+	DeliveryCompleted DeliveryStatus = "completed"
+	DeliveryFailed    DeliveryStatus = "failed"
 	// DeliverySkipped: another claim holds the route's business key for
 	// this event, so the delivery has no job and makes no downstream call.
 	DeliverySkipped DeliveryStatus = "skipped"
@@ -124,6 +128,26 @@ func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
 		return fn(s)
 	}
 	return s.Transact(ctx, fn)
+}
+
+// enqueueKeys inserts one delivery job per key in s's transaction, with
+// meta (nil for none) as the jobs' metadata.
+func (s *Store) enqueueKeys(ctx context.Context, keys []Key, meta []byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if s.jobs == nil {
+		return errors.New("enqueueing delivery jobs: this store has no job client")
+	}
+	params := make([]river.InsertManyParams, len(keys))
+	for i, k := range keys {
+		params[i] = s.deliveryJob(k.Provider, k.EventID, k.Route)
+		params[i].InsertOpts.Metadata = meta
+	}
+	if _, err := s.jobs.InsertManyTx(ctx, s.tx, params); err != nil {
+		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(keys), err)
+	}
+	return nil
 }
 
 // enqueue inserts one delivery job per route in s's transaction, with meta

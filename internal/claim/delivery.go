@@ -34,6 +34,14 @@ type Delivery struct {
 	// Attempts is the delivery's attempt history, without responses, as
 	// Export reads it; nil elsewhere (see Store.Attempts).
 	Attempts []AttemptRecord `db:"-"`
+	// Results is a JSON object of the recorded results of the routes in
+	// After, by route (those with none are absent); nil when there are
+	// none. Read by LoadDeliveries only, for the route's $results.
+	Results []byte
+	// After names the routes whose deliveries of the claim must complete
+	// before this one runs (recorded when the event was claimed); empty
+	// for a delivery that waits for nothing.
+	After []string
 
 	// AttemptBase is how many Hookgate-Attempt numbers the delivery's
 	// earlier jobs used: attempt n of its current job is number
@@ -68,12 +76,22 @@ func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
 
 // deliveryColumns returns the columns of a Delivery, in its fields' order,
 // over webhook_deliveries d joined to webhook_event_claims c; businessKey,
-// result and payload are what to read as its BusinessKey, Result and Payload.
-func deliveryColumns(businessKey, result, payload string) string {
+// result, results and payload are what to read as its BusinessKey, Result,
+// Results and Payload.
+func deliveryColumns(businessKey, result, results, payload string) string {
 	return `d.provider, d.event_id, d.route, d.status, d.attempt_count, coalesce(d.last_error, ''),
-    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, d.attempt_base,
+    d.updated_at, d.completed_at, d.business_key_missing, ` + businessKey + `, ` + result + `, ` + results + `, d.waits_for, d.attempt_base,
     c.event_type, coalesce(c.object_id, ''), c.content_type, c.content_encoding, ` + payload + `, c.first_seen_at`
 }
+
+// predecessorResultsSQL is the results of the routes a delivery (aliased
+// d) runs after, as a JSON object by route, each found by its primary key;
+// NULL when none is recorded.
+const predecessorResultsSQL = `(
+    SELECT jsonb_object_agg(p.route, y.result)::text
+    FROM unnest(d.waits_for) AS p(route)
+    JOIN webhook_deliveries y ON y.provider = d.provider AND y.event_id = d.event_id AND y.route = p.route
+    WHERE y.result IS NOT NULL)`
 
 // loadDeliveriesSQL loads the deliveries of arrays of keys, numbered as
 // given: one primary-key lookup per key (see lockClaimsSQL on why not a join;
@@ -82,7 +100,7 @@ var loadDeliveriesSQL = `
 SELECT k.i, x.*
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(provider, event_id, route, i)
 CROSS JOIN LATERAL (
-    SELECT ` + deliveryColumns("''", "NULL::text", "c.payload") + `
+    SELECT ` + deliveryColumns("''", "NULL::text", predecessorResultsSQL, "c.payload") + `
     FROM webhook_deliveries d
     JOIN webhook_event_claims c USING (provider, event_id)
     WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route
@@ -136,6 +154,11 @@ type AttemptResult struct {
 	// route's result program took from the downstream's answer. Ignored
 	// unless Status is Completed; nil stores none.
 	Result []byte
+	// Release says that other routes run after this delivery's: a
+	// completion then releases, in the same transaction, the deliveries of
+	// its claim that waited for it and have no other predecessor left (see
+	// EndJobs). Ignored unless Status is Completed.
+	Release bool
 	// Call is the downstream call the attempt made, written to the
 	// delivery's attempt history with the outcome; nil writes no history
 	// row (no call was made).
@@ -211,16 +234,90 @@ type JobRun struct {
 // recorded[i] whether attempts[i] was written (false also when the
 // delivery was no longer processing). Keys must be distinct.
 func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) (live, recorded []bool, err error) {
-	var b pgx.Batch
-	queueLockClaims(&b, attempts)
-	s.river().JobLockRunningMany(&b, jobs)
-	queueAttemptHistory(&b, attempts, jobs)
-	recorded = queueRecordAttempts(&b, attempts, jobs)
-	live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
-	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+	var claims []Attempt
+	for _, a := range attempts {
+		if a.Result.Release && a.Result.Status == DeliveryCompleted {
+			claims = append(claims, a)
+		}
+	}
+	if len(claims) == 0 {
+		var b pgx.Batch
+		queueLockClaims(&b, attempts)
+		s.river().JobLockRunningMany(&b, jobs)
+		queueAttemptHistory(&b, attempts, jobs)
+		recorded = queueRecordAttempts(&b, attempts, jobs)
+		live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
+		if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+			return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
+		}
+		return live, recorded, nil
+	}
+	// Completions that may release dependents: the same statements, then
+	// the release, in one batch, and the released deliveries' jobs
+	// inserted (River's InsertManyTx) before the one commit.
+	err = s.inTx(ctx, func(tx *Store) error {
+		var b pgx.Batch
+		queueLockClaims(&b, attempts)
+		tx.river().JobLockRunningMany(&b, jobs)
+		queueAttemptHistory(&b, attempts, jobs)
+		recorded = queueRecordAttempts(&b, attempts, jobs)
+		released := queueRelease(&b, claims)
+		live = tx.river().JobCompleteRunningMany(&b, jobs, time.Now())
+		if err := tx.db.SendBatch(ctx, &b).Close(); err != nil {
+			return err
+		}
+		return tx.enqueueKeys(ctx, *released, nil)
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
 	}
 	return live, recorded, nil
+}
+
+// releaseSQL releases the waiting deliveries of the claims in the arrays
+// whose predecessors (waits_for) have all completed: they become
+// processing, and the caller inserts their jobs in the same transaction.
+// The caller holds the claims' locks, so no other transaction changes
+// their deliveries meanwhile; as a later statement of that transaction it
+// sees the completions recorded before it. Each claim's deliveries are read
+// through the primary key's prefix (OFFSET 0 keeps Postgres from
+// flattening the lookup into a join over the table; see lockClaimsSQL).
+const releaseSQL = `
+UPDATE webhook_deliveries d SET status = 'processing', updated_at = now()
+FROM (
+    SELECT x.tid
+    FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS c(provider, event_id)) c
+    CROSS JOIN LATERAL (
+        SELECT w.ctid AS tid, w.status, w.waits_for FROM webhook_deliveries w
+        WHERE w.provider = c.provider AND w.event_id = c.event_id
+        OFFSET 0) x
+    WHERE x.status = 'waiting'
+      AND NOT EXISTS (
+          SELECT 1 FROM unnest(x.waits_for) AS p(route)
+          WHERE NOT EXISTS (
+              SELECT 1 FROM webhook_deliveries y
+              WHERE y.provider = c.provider AND y.event_id = c.event_id AND y.route = p.route
+                AND y.status = 'completed'))) v
+WHERE d.ctid = v.tid
+RETURNING d.provider, d.event_id, d.route`
+
+// queueRelease queues releaseSQL for the claims of attempts; the returned
+// keys are the deliveries released, once the batch has run.
+func queueRelease(b *pgx.Batch, attempts []Attempt) *[]Key {
+	providers, ids := make([]string, len(attempts)), make([]string, len(attempts))
+	for i, a := range attempts {
+		providers[i], ids[i] = a.Key.Provider, a.Key.EventID
+	}
+	released := new([]Key)
+	b.Queue(releaseSQL, providers, ids).Query(func(rows pgx.Rows) error {
+		keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
+		if err != nil {
+			return fmt.Errorf("releasing waiting deliveries: %w", err)
+		}
+		*released = keys
+		return nil
+	})
+	return released
 }
 
 // lockClaimsSQL takes the row locks of the claims of arrays of keys, in
@@ -340,7 +437,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 //
 // The roll-up recomputes each claim's status from its deliveries:
 // completed once all are completed or skipped, failed once one failed and
-// none is processing, else processing. It adds the attempts just recorded
+// none is processing, else processing (waiting is not done). It adds the attempts just recorded
 // and keeps the latest error. Its reads of the deliveries cannot see this
 // statement's own updates, so a delivery just recorded counts with its new
 // status.
@@ -385,8 +482,12 @@ WITH v AS (
         -- planned over the whole deliveries table.
         -- Skipped deliveries count as done; a claim with nothing but skipped
         -- deliveries is ignored.
+        -- A waiting delivery is not done: behind a failed one the claim is
+        -- failed; otherwise it is about to be released (by this
+        -- transaction or the reconciler) and the claim is processing.
         SELECT CASE WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'processing') > 0 THEN 'processing'
                     WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'failed') > 0     THEN 'failed'
+                    WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'waiting') > 0    THEN 'processing'
                     WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) <> 'skipped') = 0   THEN 'ignored'
                     ELSE 'completed' END AS status
         FROM webhook_deliveries d
@@ -474,18 +575,36 @@ WHERE provider = $1 AND event_id = $2 AND status = ANY($3) FOR UPDATE`, provider
 	// deliveries are never reopened, not even with force: another claim
 	// holds their business key. Nor are those failed because their key
 	// could not be computed: they would run without it.
+	//
+	// With force, a delivery that runs after others goes back to waiting
+	// (its predecessors run again first; their completion releases it).
+	// Without, only failed deliveries reopen, and a failed one that waited
+	// had its predecessors completed, so it runs at once; those still
+	// waiting behind a failed predecessor are released when it completes.
 	rows, err := s.db.Query(ctx, `
-UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL, result = NULL, updated_at = now()
+UPDATE webhook_deliveries
+SET status = CASE WHEN $4 AND cardinality(waits_for) > 0 THEN 'waiting' ELSE 'processing' END,
+    completed_at = NULL, result = NULL, updated_at = now()
 WHERE provider = $1 AND event_id = $2 AND status = ANY($3) AND NOT business_key_missing
-RETURNING route`, provider, eventID, allowed)
+RETURNING route, status`, provider, eventID, allowed, force)
 	if err != nil {
 		return 0, fmt.Errorf("reopening deliveries: %w", err)
 	}
-	routes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type reopened struct {
+		Route  string
+		Status DeliveryStatus
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[reopened])
 	if err != nil {
 		return 0, fmt.Errorf("reopening deliveries: %w", err)
 	}
-	if len(routes) == 0 {
+	var routes []string
+	for _, r := range all {
+		if r.Status == DeliveryProcessing {
+			routes = append(routes, r.Route)
+		}
+	}
+	if len(all) == 0 {
 		return 0, &statusConflict{status: status, why: "it has no delivery to reopen"}
 	}
 	if _, err := s.db.Exec(ctx, `
@@ -493,5 +612,5 @@ UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL, upda
 WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
 		return 0, fmt.Errorf("reopening claim: %w", err)
 	}
-	return len(routes), s.enqueue(ctx, provider, eventID, routes, meta)
+	return len(all), s.enqueue(ctx, provider, eventID, routes, meta)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type exportedDelivery struct {
 	Result json.RawMessage `json:"result"`
 	// Attempts is the delivery's attempt history, without responses.
 	Attempts []AttemptRecord `json:"attempts"`
+	After    []string        `json:"after"`
 }
 
 // Export calls emit for every claim f matches, oldest first (by
@@ -103,7 +105,7 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
                 'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, ''),
-                'result', d.result,
+                'result', d.result, 'after', d.waits_for,
                 'attempts', (SELECT coalesce(json_agg(json_build_object(
                         'attempt', a.attempt, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
                         'status_code', a.status_code, 'error', a.error) ORDER BY a.attempt, a.started_at), '[]')
@@ -156,7 +158,7 @@ LIMIT ` + strconv.Itoa(page)
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
 					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-					Result: result, Attempts: d.Attempts,
+					Result: result, After: slices.Clone(d.After), Attempts: d.Attempts,
 				})
 			}
 			if err := emit(&e); err != nil {

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,11 @@ type Event struct {
 	// BusinessKeys holds the event's business key for each route it
 	// matches that has one (see BusinessKey); routes without one are absent.
 	BusinessKeys []BusinessKey
+	// After holds, for each route it matches that runs after others, the
+	// names of those routes (its predecessors): the route's delivery waits
+	// until theirs have completed. Predecessors the event does not match
+	// are not waited for; routes without any are absent.
+	After map[string][]string
 	// JobMetadata, when set, is the JSON metadata of the jobs this event
 	// enqueues: the accepting request's trace context, so that each
 	// delivery attempt continues its trace.
@@ -164,14 +170,20 @@ func (s *Store) Resolve(ctx context.Context, req Request, reopen bool, res Resul
 // claimArgs are claimManySQL's per-route arguments for ev and routes, and the
 // message of the first route whose business key is missing (the claim's
 // last_error), with routes ordered by name so that concurrent claims take
-// their keys' locks in one order.
-func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys, missing []*string, firstMissing *string) {
+// their keys' locks in one order. waits[i] is the JSON array of the
+// predecessors routes[i] waits for, ancestors[i] that of all the routes it
+// runs after, directly or not (a predecessor skipped anywhere up the chain
+// skips it too); both only among routes, "[]" for none.
+func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys, missing []*string, firstMissing *string,
+	waits, ancestors []string,
+) {
 	byRoute := make(map[string]BusinessKey, len(ev.BusinessKeys))
 	for _, k := range ev.BusinessKeys {
 		byRoute[k.Route] = k
 	}
 	names = slices.Sorted(slices.Values(routes))
 	hashes, keys, missing = make([][]byte, len(names)), make([]*string, len(names)), make([]*string, len(names))
+	waits, ancestors = make([]string, len(names)), make([]string, len(names))
 	for i, r := range names {
 		k, ok := byRoute[r]
 		switch {
@@ -185,8 +197,50 @@ func claimArgs(ev Event, routes []string) (names []string, hashes [][]byte, keys
 			sum := sha256.Sum256([]byte(k.Key))
 			hashes[i], keys[i] = sum[:], &k.Key
 		}
+		w, a := chain(ev.After, names, r)
+		waits[i], ancestors[i] = jsonList(w), jsonList(a)
 	}
-	return names, hashes, keys, missing, firstMissing
+	return names, hashes, keys, missing, firstMissing, waits, ancestors
+}
+
+// chain returns the predecessors of route in after that are among names
+// (sorted), and all its ancestors among them, each once. A cycle (which the
+// configuration refuses) ends the walk rather than looping.
+func chain(after map[string][]string, names []string, route string) (preds, ancestors []string) {
+	among := func(r string) bool { _, ok := slices.BinarySearch(names, r); return ok }
+	for _, p := range after[route] {
+		if among(p) && !slices.Contains(preds, p) {
+			preds = append(preds, p)
+		}
+	}
+	seen := map[string]bool{route: true}
+	queue := slices.Clone(preds)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ancestors = append(ancestors, p)
+		for _, q := range after[p] {
+			if among(q) && !seen[q] {
+				queue = append(queue, q)
+			}
+		}
+	}
+	slices.Sort(preds)
+	slices.Sort(ancestors)
+	return preds, ancestors
+}
+
+// jsonList encodes names as a JSON array of strings.
+func jsonList(names []string) string {
+	if len(names) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(names) // strings always encode
+	return string(b)
 }
 
 // errVanished is the claim a duplicate saw being deleted (by retention)
@@ -226,11 +280,13 @@ WITH input AS (
     ON CONFLICT DO NOTHING -- either key: (provider, event_id) or (provider, body_hash)
     RETURNING provider, event_id, body_hash
 ), routes AS (
-    SELECT claimed.provider, claimed.event_id, r.route, r.key_hash, r.business_key, r.missing
+    SELECT claimed.provider, claimed.event_id, r.route, r.key_hash, r.business_key, r.missing,
+           ARRAY(SELECT jsonb_array_elements_text(r.waits::jsonb)) AS waits,
+           ARRAY(SELECT jsonb_array_elements_text(r.ancestors::jsonb)) AS ancestors
     FROM claimed
     JOIN input USING (provider, event_id)
-    JOIN unnest($11::bigint[], $12::text[], $13::bytea[], $14::text[], $15::text[])
-        AS r(ord, route, key_hash, business_key, missing) ON r.ord = input.ord
+    JOIN unnest($11::bigint[], $12::text[], $13::bytea[], $14::text[], $15::text[], $16::text[], $17::text[])
+        AS r(ord, route, key_hash, business_key, missing, waits, ancestors) ON r.ord = input.ord
 ), bkeys AS (
     INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
     SELECT route, key_hash, business_key, provider, event_id
@@ -239,16 +295,11 @@ WITH input AS (
     ORDER BY route, key_hash -- one order across batches, so concurrent ones never deadlock
     ON CONFLICT (route, key_hash) DO NOTHING
     RETURNING route, key_hash, provider, event_id
-), deliveries AS (
-    INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
-    SELECT r.provider, r.event_id, r.route,
-           CASE WHEN r.missing IS NOT NULL THEN 'failed'
-                WHEN lost THEN 'skipped'
-                ELSE 'processing' END,
-           CASE WHEN r.missing IS NOT NULL THEN r.missing
-                WHEN lost THEN 'business key is held by ' || coalesce(won.provider, held.provider) || '/'
-                    || coalesce(won.event_id, held.event_id) END,
-           r.missing IS NOT NULL
+), decided AS (
+    -- Per route: whether another claim holds its key, and which (NULL
+    -- when it committed while the statement waited on the key).
+    SELECT r.*, l.lost,
+           CASE WHEN l.lost THEN coalesce(won.provider, held.provider) || '/' || coalesce(won.event_id, held.event_id) END AS holder
     FROM routes r
     -- The key's holder if this batch inserted it: this claim or another.
     LEFT JOIN bkeys won ON won.route = r.route AND won.key_hash = r.key_hash
@@ -257,6 +308,27 @@ WITH input AS (
     -- The statement's snapshot: holders committed before it began.
     LEFT JOIN webhook_business_keys held
         ON r.key_hash IS NOT NULL AND won.route IS NULL AND held.route = r.route AND held.key_hash = r.key_hash
+), deliveries AS (
+    -- A route that runs after others waits for them, with no job; one after
+    -- a route skipped by its business key (anywhere up the chain) is
+    -- skipped too, naming the same holder.
+    INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing, waits_for)
+    SELECT d.provider, d.event_id, d.route,
+           CASE WHEN d.missing IS NOT NULL THEN 'failed'
+                WHEN d.lost OR up.lost THEN 'skipped'
+                WHEN cardinality(d.waits) > 0 THEN 'waiting'
+                ELSE 'processing' END,
+           CASE WHEN d.missing IS NOT NULL THEN d.missing
+                WHEN d.lost THEN 'business key is held by ' || d.holder
+                WHEN up.lost THEN 'business key is held by ' || up.holder END,
+           d.missing IS NOT NULL,
+           d.waits
+    FROM decided d
+    LEFT JOIN LATERAL (
+        SELECT true AS lost, min(a.holder) AS holder
+        FROM decided a
+        WHERE a.provider = d.provider AND a.event_id = d.event_id AND a.lost AND a.route = ANY(d.ancestors)
+        HAVING count(*) > 0) up ON true
     RETURNING provider, event_id, route, status, last_error
 ), skips AS (
     SELECT provider, event_id, array_agg(route ORDER BY route) AS routes, min(last_error) AS reason,
@@ -312,12 +384,14 @@ LEFT JOIN webhook_event_claims c ON c.provider = i.provider AND c.event_id = i.e
 
 // holdersSQL names the business keys' holders claimManySQL could not see,
 // now that they have committed: it runs only when a claim lost a key to a
-// concurrent one.
+// concurrent one. A delivery skipped because a route it runs after was
+// skipped names that route's holder (key_route).
 const holdersSQL = `
 UPDATE webhook_deliveries d
 SET last_error = 'business key is held by ' || k.provider || '/' || k.event_id
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bytea[]) AS r(ord, provider, event_id, route, key_hash)
-JOIN webhook_business_keys k ON k.route = r.route AND k.key_hash = r.key_hash
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[])
+    AS r(ord, provider, event_id, route, key_hash, key_route)
+JOIN webhook_business_keys k ON k.route = r.key_route AND k.key_hash = r.key_hash
 WHERE d.provider = r.provider AND d.event_id = r.event_id AND d.route = r.route
   AND d.status = 'skipped' AND d.last_error IS NULL
 RETURNING r.ord, d.last_error`
@@ -338,6 +412,8 @@ type claimRow struct {
 	keys         []*string
 	missing      []*string
 	firstMissing *string
+	waits        []string // JSON arrays
+	ancestors    []string
 	bodyHash     []byte
 
 	won        bool
@@ -381,7 +457,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 			j = len(rows)
 			first[k] = j
 			r := &claimRow{req: req}
-			r.names, r.hashes, r.keys, r.missing, r.firstMissing = claimArgs(req.Event, req.Routes)
+			r.names, r.hashes, r.keys, r.missing, r.firstMissing, r.waits, r.ancestors = claimArgs(req.Event, req.Routes)
 			if req.Event.GuardBody {
 				sum := sha256.Sum256(req.Event.Payload)
 				r.bodyHash = sum[:]
@@ -399,6 +475,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 	var routeNames []string
 	var routeHashes [][]byte
 	var routeKeys, routeMissing []*string
+	var routeWaits, routeAncestors []string
 	for j, r := range rows {
 		ev := r.req.Event
 		providers[j], ids[j], types[j], objects[j] = ev.Provider, ev.ID, ev.Type, ev.ObjectID
@@ -414,6 +491,8 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 			routeHashes = append(routeHashes, r.hashes[i])
 			routeKeys = append(routeKeys, r.keys[i])
 			routeMissing = append(routeMissing, r.missing[i])
+			routeWaits = append(routeWaits, r.waits[i])
+			routeAncestors = append(routeAncestors, r.ancestors[i])
 		}
 	}
 
@@ -423,7 +502,8 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 			r.won, r.replay, r.status, r.skipped, r.skipReason, r.unnamed, r.res = false, false, "", nil, nil, false, Result{}
 		}
 		res, err := tx.Query(ctx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
-			lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing)
+			lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing,
+			routeWaits, routeAncestors)
 		if err != nil {
 			return fmt.Errorf("inserting %d claims: %w", n, err)
 		}
@@ -452,7 +532,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 			if !r.won {
 				continue
 			}
-			p := fanOutPlan(r.names, r.missing, r.skipped, Status(statuses[j]))
+			p := fanOutPlan(r.names, r.missing, r.skipped, r.waits, Status(statuses[j]))
 			if p.settle {
 				for i, v := range []string{r.req.Event.Provider, r.req.Event.ID, string(p.res.Status)} {
 					settleKeys[i] = append(settleKeys[i], v)
@@ -545,24 +625,35 @@ func late(ctx context.Context, tx pgx.Tx, rows []*claimRow) error {
 // reason of a claim that had none.
 func nameHolders(ctx context.Context, tx pgx.Tx, rows []*claimRow) error {
 	var ords []int64
-	var providers, ids, routes []string
+	var providers, ids, routes, keyRoutes []string
 	var hashes [][]byte
+	add := func(j int, r *claimRow, route, keyRoute string, hash []byte) {
+		ords = append(ords, int64(j))
+		providers, ids = append(providers, r.req.Event.Provider), append(ids, r.req.Event.ID)
+		routes, keyRoutes, hashes = append(routes, route), append(keyRoutes, keyRoute), append(hashes, hash)
+	}
 	for j, r := range rows {
 		if !r.won || !r.unnamed {
 			continue
 		}
 		for i, name := range r.names {
-			if r.hashes[i] != nil {
-				ords = append(ords, int64(j))
-				providers, ids = append(providers, r.req.Event.Provider), append(ids, r.req.Event.ID)
-				routes, hashes = append(routes, name), append(hashes, r.hashes[i])
+			if r.hashes[i] == nil {
+				continue
+			}
+			add(j, r, name, name, r.hashes[i])
+			for d, dep := range r.names {
+				var up []string
+				_ = json.Unmarshal([]byte(r.ancestors[d]), &up) // claimArgs wrote it
+				if slices.Contains(up, name) {
+					add(j, r, dep, name, r.hashes[i])
+				}
 			}
 		}
 	}
 	if len(ords) == 0 {
 		return nil
 	}
-	res, err := tx.Query(ctx, holdersSQL, ords, providers, ids, routes, hashes)
+	res, err := tx.Query(ctx, holdersSQL, ords, providers, ids, routes, hashes, keyRoutes)
 	if err != nil {
 		return fmt.Errorf("naming business keys' holders: %w", err)
 	}
@@ -589,21 +680,27 @@ func nameHolders(ctx context.Context, tx pgx.Tx, rows []*claimRow) error {
 type plan struct {
 	res     Result
 	enqueue []string // the routes that get a job
+	waiting []string // the routes that wait for others, with no job
 	// settle: no delivery is left to run, so the claim's status must be
 	// set to res.Status (ignored when all were skipped, else failed).
 	settle bool
 }
 
 // fanOutPlan decides a won claim's result from its routes (names, sorted),
-// their missing business keys and the routes skipped, given the status it
-// was inserted with.
-func fanOutPlan(names []string, missing []*string, skipped []string, status Status) plan {
+// their missing business keys, the routes skipped and what each waits for
+// (claimArgs' JSON arrays; nil for none), given the status it was inserted
+// with. A claim whose routes are all skipped, failed or waiting has none to
+// run: waiting ones can be left only behind a failed one, so it is failed.
+func fanOutPlan(names []string, missing []*string, skipped, waits []string, status Status) plan {
 	var p plan
 	for i, r := range names {
 		switch {
 		case missing[i] != nil:
 			p.res.Unkeyed = append(p.res.Unkeyed, r)
-		case !slices.Contains(skipped, r):
+		case slices.Contains(skipped, r):
+		case waits != nil && waits[i] != "[]":
+			p.waiting = append(p.waiting, r)
+		default:
 			p.enqueue = append(p.enqueue, r)
 		}
 	}
@@ -614,7 +711,7 @@ func fanOutPlan(names []string, missing []*string, skipped []string, status Stat
 	case len(p.enqueue) == 0:
 		p.settle = true
 		status = Ignored
-		if len(p.res.Unkeyed) > 0 {
+		if len(p.res.Unkeyed) > 0 || len(p.waiting) > 0 {
 			status = Failed
 		}
 	}

@@ -63,6 +63,7 @@ SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate
 		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
 		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts}},
 		{"completing jobs", completeJobsSQL, []any{jobs, attempts, time.Now()}},
+		{"releasing waiting deliveries", releaseSQL, []any{providers, ids}},
 	} {
 		for _, scan := range planScans(t, tx, s.sql, s.args...) {
 			require.Falsef(t, scan.Type == "Seq Scan", "%s scans %s", s.name, scan.Relation)

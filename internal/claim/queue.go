@@ -107,8 +107,11 @@ type Queues interface {
 type RouteState struct {
 	Route string `json:"route"`
 	Queue string `json:"queue"`
-	// Processing and Failed count the route's deliveries in those states.
+	// Processing, Waiting and Failed count the route's deliveries in
+	// those states; a waiting one runs once the routes it runs after have
+	// completed for its event.
 	Processing int `json:"processing"`
+	Waiting    int `json:"waiting"`
 	Failed     int `json:"failed"`
 	// Available counts its jobs waiting for a worker; Retryable, those
 	// waiting for the time of their next attempt; Running, those being
@@ -124,13 +127,14 @@ type RouteState struct {
 // Backlog is the route's jobs waiting to run.
 func (r RouteState) Backlog() int { return r.Available + r.Retryable }
 
-// routeDeliveriesSQL counts the processing and failed deliveries of routes.
-// A processing delivery's claim is processing and a failed one's is
-// processing or failed, so it reads deliveries through the claims' status
+// routeDeliveriesSQL counts the processing, waiting and failed deliveries
+// of routes. A processing delivery's claim is processing, and a waiting or
+// failed one's is processing or failed, so it reads deliveries through the claims' status
 // index rather than scanning every delivery ever made.
 const routeDeliveriesSQL = `
 SELECT d.route,
        count(*) FILTER (WHERE d.status = 'processing'),
+       count(*) FILTER (WHERE d.status = 'waiting'),
        count(*) FILTER (WHERE d.status = 'failed')
 FROM webhook_event_claims c
 JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
@@ -150,9 +154,9 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 		return nil, fmt.Errorf("counting deliveries by route: %w", err)
 	}
 	var route string
-	var processing, failed int
-	if _, err := pgx.ForEachRow(rows, []any{&route, &processing, &failed}, func() error {
-		byRoute[route].Processing, byRoute[route].Failed = processing, failed
+	var processing, waiting, failed int
+	if _, err := pgx.ForEachRow(rows, []any{&route, &processing, &waiting, &failed}, func() error {
+		byRoute[route].Processing, byRoute[route].Waiting, byRoute[route].Failed = processing, waiting, failed
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("counting deliveries by route: %w", err)

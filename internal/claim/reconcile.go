@@ -13,6 +13,9 @@ import (
 type ReconcileResult struct {
 	Requeued int
 	Failed   int
+	// Released counts waiting deliveries released because their
+	// predecessors had all completed.
+	Released int
 }
 
 // Reconcile finds deliveries still processing, untouched for at least
@@ -29,6 +32,17 @@ func (s *Store) Reconcile(ctx context.Context, olderThan time.Duration, limit in
 	if err != nil {
 		return res, fmt.Errorf("finding orphaned deliveries: %w", err)
 	}
+	stranded, err := s.river().DeliveryListStranded(ctx, olderThan, limit)
+	if err != nil {
+		return res, fmt.Errorf("finding stranded waiting deliveries: %w", err)
+	}
+	for _, k := range stranded {
+		n, err := s.releaseOne(ctx, k)
+		if err != nil {
+			return res, fmt.Errorf("releasing %s: %w", k, err)
+		}
+		res.Released += n
+	}
 	for _, k := range keys {
 		failed, err := s.reconcileOne(ctx, k)
 		switch {
@@ -42,6 +56,26 @@ func (s *Store) Reconcile(ctx context.Context, olderThan time.Duration, limit in
 		}
 	}
 	return res, nil
+}
+
+// releaseOne releases, under its claim's lock, the waiting deliveries of
+// k's claim whose predecessors have all completed (k's among them, unless
+// settled meanwhile), and enqueues their jobs, in one transaction. It
+// returns how many it released.
+func (s *Store) releaseOne(ctx context.Context, k Key) (int, error) {
+	var n int
+	err := s.inTx(ctx, func(tx *Store) error {
+		a := []Attempt{{Key: k}}
+		var b pgx.Batch
+		queueLockClaims(&b, a)
+		released := queueRelease(&b, a)
+		if err := tx.db.SendBatch(ctx, &b).Close(); err != nil {
+			return err
+		}
+		n = len(*released)
+		return tx.enqueueKeys(ctx, *released, nil)
+	})
+	return n, err
 }
 
 func (s *Store) reconcileOne(ctx context.Context, k Key) (failed bool, err error) {

@@ -179,6 +179,32 @@ func (r riverTables) DeliveryListWithoutLiveJob(ctx context.Context, olderThan t
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
 }
 
+// strandedSQL finds waiting deliveries, untouched for $1 seconds, whose
+// predecessors have all completed and which no live job will run, oldest
+// first, at most $2: a release the end transaction did not make (a worker
+// that did not know the route had dependents, say).
+const strandedSQL = `
+SELECT d.provider, d.event_id, d.route FROM webhook_deliveries d
+WHERE d.status = 'waiting' AND d.updated_at < now() - make_interval(secs => $1)
+  AND NOT EXISTS (
+      SELECT 1 FROM unnest(d.waits_for) AS p(route)
+      WHERE NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries y
+          WHERE y.provider = d.provider AND y.event_id = d.event_id AND y.route = p.route
+            AND y.status = 'completed'))
+  AND NOT ` + liveJobSQL + `
+ORDER BY d.updated_at LIMIT $2`
+
+// DeliveryListStranded returns up to limit waiting deliveries, untouched
+// for at least olderThan, that could run and that no live job will run.
+func (r riverTables) DeliveryListStranded(ctx context.Context, olderThan time.Duration, limit int) ([]Key, error) {
+	rows, err := r.db.Query(ctx, strandedSQL, olderThan.Seconds(), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[Key])
+}
+
 // orphanSQL re-reads one delivery under its claim's lock: whether it is
 // still processing with no live job, and the state and attempt of its
 // latest job when that job finalized since the delivery last changed.

@@ -171,7 +171,7 @@ func (s *Store) DeliveriesOf(ctx context.Context, keys []EventKey) (map[EventKey
 	for i, k := range keys {
 		providers[i], ids[i] = k.Provider, k.EventID
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(bk.business_key, '')", "d.result::text", "NULL::bytea")+`
+	rows, err := s.db.Query(ctx, `SELECT `+deliveryColumns("coalesce(bk.business_key, '')", "d.result::text", "NULL::text", "NULL::bytea")+`
 FROM unnest($1::text[], $2::text[]) AS k(provider, event_id)
 JOIN webhook_deliveries d ON d.provider = k.provider AND d.event_id = k.event_id
 JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id

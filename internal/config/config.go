@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -280,6 +281,15 @@ type Route struct {
 	// Result is an optional jq program over the downstream's JSON answer
 	// to a 2xx; its first value (at most 1 KiB of JSON) is stored on the delivery.
 	Result string `yaml:"result"`
+	// After optionally names routes of the same provider that must complete
+	// before this one runs: its delivery waits, with no job, until the
+	// deliveries of all of them for the same event have completed. The
+	// route matches an event only when each route it names matches it too.
+	After []string `yaml:"after"`
+	// Path is an optional jq program over the provider's JSON body, $event
+	// and $results yielding a string or a list of strings: path segments,
+	// each percent-escaped, appended to URL. The scheme and host are URL's.
+	Path string `yaml:"path"`
 	// TLS configures https connections to URL; empty uses the system roots
 	// and no client certificate. Verification is never switched off.
 	TLS TLS `yaml:"tls"`
@@ -441,6 +451,17 @@ func (c *Config) Route(name string) (Route, bool) {
 		}
 	}
 	return Route{}, false
+}
+
+// HasDependents reports whether another route names route in its after:
+// completing route's delivery may release theirs.
+func (c *Config) HasDependents(route string) bool {
+	for _, r := range c.Routes {
+		if slices.Contains(r.After, route) {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxAttempts returns route's max_attempts, or 0 for a route that is not

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,8 +159,78 @@ func (c *Config) Validate() error {
 		v.request(key, r)
 	}
 	c.validateConcurrency(&v)
+	c.validateAfter(&v)
 	v.console(c.Console)
 	return v.err()
+}
+
+// validateAfter checks each route's after: the routes named exist, belong
+// to the same provider, are named once and form no cycle. Errors name the
+// routes involved.
+func (c *Config) validateAfter(v *validator) {
+	index := map[string]int{}
+	for i, r := range c.Routes {
+		if _, dup := index[r.Name]; !dup {
+			index[r.Name] = i
+		}
+	}
+	for i, r := range c.Routes {
+		for j, name := range r.After {
+			key := fmt.Sprintf("routes[%d].after[%d]", i, j)
+			k, ok := index[name]
+			switch {
+			case !ok:
+				v.add(key, "route %q runs after %q, which is not a configured route", r.Name, name)
+			case name == r.Name:
+				v.add(key, "route %q cannot run after itself", r.Name)
+			case c.Routes[k].Provider != r.Provider:
+				v.add(key, "route %q (provider %q) cannot run after %q, a route of provider %q: both must take the same events",
+					r.Name, r.Provider, name, c.Routes[k].Provider)
+			case slices.Contains(r.After[:j], name):
+				v.add(key, "route %q names %q twice", r.Name, name)
+			}
+		}
+	}
+	// A depth-first walk over after; a route met again on the current path
+	// closes a cycle, reported once with the routes on it.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(c.Routes))
+	var path []int
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = onPath
+		path = append(path, i)
+		for _, name := range c.Routes[i].After {
+			k, ok := index[name]
+			if !ok || k == i {
+				continue
+			}
+			switch state[k] {
+			case unseen:
+				visit(k)
+			case onPath:
+				start := slices.Index(path, k)
+				names := make([]string, 0, len(path)-start+1)
+				for _, p := range path[start:] {
+					names = append(names, strconv.Quote(c.Routes[p].Name))
+				}
+				names = append(names, strconv.Quote(c.Routes[k].Name))
+				v.add(fmt.Sprintf("routes[%d].after", i), "routes form a cycle: %s (each runs after the next)",
+					strings.Join(names, " -> "))
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+	}
+	for i := range c.Routes {
+		if state[i] == unseen {
+			visit(i)
+		}
+	}
 }
 
 // retryStatuses checks a route's retry_statuses: 4xx codes, each once.

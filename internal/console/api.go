@@ -30,6 +30,8 @@ type deliveryView struct {
 	// Attempts is the delivery's attempt history, in a claim's detail
 	// only; responses for operators only.
 	Attempts *[]claim.AttemptRecord `json:"attempts,omitempty"`
+	// After names the routes this delivery runs after (a chain).
+	After []string `json:"after,omitempty"`
 }
 
 // claimView is a claim with its deliveries, as `claims export` writes it
@@ -53,7 +55,7 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 		out[i] = deliveryView{
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: s.cfg.MaxAttempts(d.Route),
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
-			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
+			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result, After: d.After,
 		}
 	}
 	return out

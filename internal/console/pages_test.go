@@ -231,3 +231,18 @@ func TestConsoleStaticAndUnknown(t *testing.T) {
 	resp, _ = b.do(t, http.MethodGet, "/console/claims/stripe/evt_missing", nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
+
+// TestConsoleShowsTheChain: a claim's page names what each delivery of a
+// chain runs after, and shows the waiting one as waiting.
+func TestConsoleShowsTheChain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	_, err := e.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_chain", Type: "invoice.paid",
+		Payload: []byte(`{}`), After: map[string][]string{"mail": {"ship"}}}, []string{"ship", "mail"}, true)
+	require.NoError(t, err)
+	b := browser(t, e)
+	b.signIn(t, "bob", secrets["T_BOB"])
+	resp, body := b.do(t, http.MethodGet, "/console/claims/stripe/evt_chain", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Regexp(t, `<td class="delivery-status">waiting <span class="delivery-after">\(after ship\)</span></td>`, body)
+}

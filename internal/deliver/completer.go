@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/internal/batch"
@@ -31,19 +32,26 @@ const endConcurrency = 1
 // (claim.Store.EndJobs): commits and round trips, not statements, are what
 // bound a worker's rate.
 type completer struct {
-	store   *claim.Store
-	batch   batch.Combiner[*ending, endResult]
-	wait    time.Duration // the longest an end waits for its transaction
-	timeout time.Duration // bounds one record transaction
-	metrics *Metrics
+	db    claim.DB
+	store *claim.Store
+	// chained reports whether other routes run after a route, and
+	// maxAttempts gives a route's max_attempts: a completion of a chained
+	// route releases its dependents and inserts their jobs.
+	chained     func(route string) bool
+	maxAttempts func(route string) int
+	batch       batch.Combiner[*ending, endResult]
+	wait        time.Duration // the longest an end waits for its transaction
+	timeout     time.Duration // bounds one record transaction
+	metrics     *Metrics
 }
 
 // newCompleter returns a completer whose transactions each take at most
 // timeout. When the database stops answering, a batch fails all its ends at
 // once, and no end waits longer than twice timeout: the batch in flight,
 // then its own. The jobs return an error, and River runs them again.
-func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *completer {
-	c := &completer{store: claim.NewStore(db, nil, nil), wait: 2 * timeout, timeout: timeout, metrics: metrics}
+func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration, chained func(string) bool, maxAttempts func(string) int) *completer {
+	c := &completer{db: db, store: claim.NewStore(db, nil, nil), wait: 2 * timeout, timeout: timeout, metrics: metrics,
+		chained: chained, maxAttempts: maxAttempts}
 	c.batch = batch.Combiner[*ending, endResult]{Max: maxBatch, Concurrency: endConcurrency, Timeout: timeout,
 		Run: c.run, Isolate: batch.Refused, Observe: metrics.batch}
 	return c
@@ -53,6 +61,9 @@ func newCompleter(db claim.DB, metrics *Metrics, timeout time.Duration) *complet
 type ending struct {
 	job     *river.Job[claim.DeliveryArgs]
 	attempt claim.Attempt
+	// jobs inserts the jobs of deliveries this end releases: the River
+	// client running the job.
+	jobs claim.Inserter
 }
 
 // endResult is how a job's end went.
@@ -78,7 +89,15 @@ const (
 func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs], a claim.Attempt) (endResult, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.wait)
 	defer cancel()
-	r, err := c.batch.Do(wctx, &ending{job: job, attempt: a})
+	e := &ending{job: job, attempt: a}
+	if a.Result.Release {
+		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+		if err != nil {
+			return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
+		}
+		e.jobs = client
+	}
+	r, err := c.batch.Do(wctx, e)
 	if err != nil {
 		return failedToRecord, fmt.Errorf("recording the outcome of %s: %w", a.Key, err)
 	}
@@ -91,10 +110,14 @@ func (c *completer) end(ctx context.Context, job *river.Job[claim.DeliveryArgs],
 // untouched), record their outcomes, complete those jobs, commit.
 func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, error) {
 	attempts, jobs := make([]claim.Attempt, len(batch)), make([]claim.JobRun, len(batch))
+	store := c.store
 	for i, e := range batch {
 		attempts[i], jobs[i] = e.attempt, claim.JobRun{ID: e.job.ID, Attempt: e.job.Attempt}
+		if e.jobs != nil && store == c.store {
+			store = claim.NewStore(c.db, e.jobs, c.maxAttempts)
+		}
 	}
-	live, recorded, err := c.store.EndJobs(ctx, attempts, jobs)
+	live, recorded, err := store.EndJobs(ctx, attempts, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +143,8 @@ func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArg
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	// The job ends: its attempt numbers are spent.
-	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result, Call: o.call}
+	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result,
+		Release: c.chained(k.Route), Call: o.call}
 	if o.verdict != delivered {
 		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt, Call: o.call}
 	}

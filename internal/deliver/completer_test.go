@@ -73,7 +73,7 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	testfactory.SetDelivery(ctx, t, db.Pool, keys[settledIdx], &testfactory.DeliveryOpts{Status: claim.DeliveryFailed, LastError: "by an operator"})
 
 	gdb := &gatedDB{DB: db.Pool, gate: make(chan struct{})}
-	c := newCompleter(gdb, nil, 10*time.Second)
+	c := newCompleter(gdb, nil, 10*time.Second, noChain, nil)
 	c.batch.Concurrency = 1 // so that holding one transaction makes the others queue
 	results := make([]endResult, len(keys))
 	errs := make([]error, len(keys))
@@ -136,7 +136,7 @@ func (panickyDB) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { panic
 // with an error instead of leaving them, and every later end, waiting.
 func TestCompleterSurvivesAPanic(t *testing.T) {
 	t.Parallel()
-	c := newCompleter(panickyDB{}, nil, 10*time.Second)
+	c := newCompleter(panickyDB{}, nil, 10*time.Second, noChain, nil)
 	job := &river.Job[claim.DeliveryArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, State: rivertype.JobStateRunning}}
 	for range 2 {
 		res, err := c.end(context.Background(), job, claim.Attempt{Key: claim.Key{Provider: "p", EventID: "e", Route: "r"}})
@@ -144,3 +144,6 @@ func TestCompleterSurvivesAPanic(t *testing.T) {
 		require.ErrorContains(t, err, "panicked: boom", "the second end ran too: the first released the batch")
 	}
 }
+
+// noChain is a configuration's HasDependents with no after anywhere.
+func noChain(string) bool { return false }

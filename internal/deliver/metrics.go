@@ -106,31 +106,40 @@ func (m *Metrics) completed(sinceClaim time.Duration) {
 	}
 }
 
-// BacklogCollector reports hookgate_claims_processing and
-// hookgate_oldest_processing_claim_age_seconds, measured at each scrape so
+// BacklogCollector reports hookgate_claims_processing,
+// hookgate_oldest_processing_claim_age_seconds and
+// hookgate_deliveries_waiting (by configured route), measured at each scrape so
 // that they are true whichever worker replica is scraped. The query uses the
 // partial index on processing claims and is bounded by a timeout; when it
-// fails, the scrape reports the error for these two metrics and still
+// fails, the scrape reports the error for these metrics and still
 // serves the others.
 type BacklogCollector struct {
-	backlog    func(context.Context) (claim.Backlog, error)
+	backlog    func(context.Context, []string) (claim.Backlog, error)
+	routes     []string
 	timeout    time.Duration
 	logger     *slog.Logger
 	processing *prometheus.Desc
 	oldestAge  *prometheus.Desc
+	waiting    *prometheus.Desc
 }
 
 // NewBacklogCollector returns a collector that measures with backlog (e.g.
-// claim.Store.Backlog), giving each measurement timeout.
-func NewBacklogCollector(backlog func(context.Context) (claim.Backlog, error), timeout time.Duration, logger *slog.Logger) *BacklogCollector {
+// claim.Store.Backlog), giving each measurement timeout. The waiting gauge
+// has one series per route of routes (the configured ones), 0 when none waits.
+func NewBacklogCollector(backlog func(context.Context, []string) (claim.Backlog, error), routes []string,
+	timeout time.Duration, logger *slog.Logger,
+) *BacklogCollector {
 	return &BacklogCollector{
 		backlog: backlog,
+		routes:  routes,
 		timeout: timeout,
 		logger:  logger,
 		processing: prometheus.NewDesc("hookgate_claims_processing",
 			"Claims with at least one delivery still processing.", nil, nil),
 		oldestAge: prometheus.NewDesc("hookgate_oldest_processing_claim_age_seconds",
 			"Age of the oldest claim still processing; 0 when none.", nil, nil),
+		waiting: prometheus.NewDesc("hookgate_deliveries_waiting",
+			"Deliveries waiting for the routes they run after to complete, by route.", []string{"route"}, nil),
 	}
 }
 
@@ -138,19 +147,24 @@ func NewBacklogCollector(backlog func(context.Context) (claim.Backlog, error), t
 func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.processing
 	ch <- c.oldestAge
+	ch <- c.waiting
 }
 
 // Collect implements prometheus.Collector.
 func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	b, err := c.backlog(ctx)
+	b, err := c.backlog(ctx, c.routes)
 	if err != nil {
 		c.logger.Warn("measuring the backlog for metrics failed", slog.String("error", err.Error()))
 		ch <- prometheus.NewInvalidMetric(c.processing, err)
 		ch <- prometheus.NewInvalidMetric(c.oldestAge, err)
+		ch <- prometheus.NewInvalidMetric(c.waiting, err)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.processing, prometheus.GaugeValue, float64(b.Processing))
 	ch <- prometheus.MustNewConstMetric(c.oldestAge, prometheus.GaugeValue, b.OldestAge.Seconds())
+	for _, r := range c.routes {
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(b.Waiting[r]), r)
+	}
 }

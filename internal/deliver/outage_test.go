@@ -69,7 +69,7 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 	}
 
 	const timeout = 2 * time.Second
-	c := newCompleter(pool, nil, timeout)
+	c := newCompleter(pool, nil, timeout, noChain, nil)
 	thaw, err := cluster.Freeze()
 	require.NoError(t, err)
 	thawed := false

@@ -3,6 +3,7 @@ package deliver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,20 +15,36 @@ import (
 	"github.com/hookgate/hookgate/internal/route"
 )
 
-// event is what route programs see of d as $event.
+// event is what route programs see of d as $event, and its predecessors'
+// results for $results.
 func event(d claim.Delivery) route.Event {
-	return route.Event{Provider: d.Provider, ID: d.EventID, Type: d.EventType}
+	ev := route.Event{Provider: d.Provider, ID: d.EventID, Type: d.EventType}
+	if d.Results != nil {
+		var results map[string]json.RawMessage
+		if json.Unmarshal(d.Results, &results) == nil { // the database wrote it
+			ev.Results = make(map[string][]byte, len(results))
+			for name, r := range results {
+				ev.Results[name] = r
+			}
+		}
+	}
+	return ev
 }
 
 // request builds what the contract says the worker sends downstream, as
 // attempt number attempt: the route's shaped body (or the payload as it
 // came), its static and secret headers, then hookgate's own.
 func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) (*http.Request, error) {
-	body, contentType, err := r.Body(ctx, event(d), d.Payload, d.ContentType)
+	ev := event(d)
+	body, contentType, err := r.Body(ctx, ev, d.Payload, d.ContentType)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
+	target, err := r.Target(ctx, ev, d.Payload)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
 	}

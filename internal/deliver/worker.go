@@ -152,7 +152,7 @@ func NewWorker(o Options) (*Worker, error) {
 		clients: map[string]*http.Client{},
 		signers: map[string]*signer{},
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config)),
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config), o.Config.HasDependents, o.Config.MaxAttempts),
 		logger:  o.Logger,
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),

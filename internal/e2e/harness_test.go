@@ -445,7 +445,8 @@ func key(id, route string) string {
 
 // call is one request the downstream received.
 type call struct {
-	route    string
+	route    string // the first segment of the path
+	path     string // the whole path, escaped
 	key      string
 	attempt  string // Hookgate-Attempt
 	eventID  string
@@ -472,10 +473,12 @@ type downstream struct {
 	effects  map[string]int
 	behave   map[string]behaviour
 	isSigned map[string]bool
+	replies  map[string]string // a route's answer body to a 2xx
 }
 
 func newDownstream(t *testing.T) *downstream {
-	d := &downstream{t: t, done: map[string]bool{}, effects: map[string]int{}, behave: map[string]behaviour{}, isSigned: map[string]bool{}}
+	d := &downstream{t: t, done: map[string]bool{}, effects: map[string]int{}, behave: map[string]behaviour{}, isSigned: map[string]bool{},
+		replies: map[string]string{}}
 	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
 	t.Cleanup(d.Close)
 	return d
@@ -487,6 +490,13 @@ func (d *downstream) signed(route string) {
 	d.isSigned[route] = true
 }
 
+// reply makes route answer its 2xx with body (JSON) from now on.
+func (d *downstream) reply(route, body string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.replies[route] = body
+}
+
 // set makes route answer with b from now on; routes answer 200 by default.
 func (d *downstream) set(route string, b behaviour) {
 	d.mu.Lock()
@@ -496,8 +506,9 @@ func (d *downstream) set(route string, b behaviour) {
 
 func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	route, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	c := &call{
-		route: strings.TrimPrefix(r.URL.Path, "/"), key: r.Header.Get("Idempotency-Key"),
+		route: route, path: r.URL.EscapedPath(), key: r.Header.Get("Idempotency-Key"),
 		attempt: r.Header.Get("Hookgate-Attempt"), eventID: r.Header.Get("Hookgate-Event-Id"),
 		header: r.Header.Clone(), body: body, at: time.Now(), ctx: r.Context(),
 	}
@@ -513,7 +524,7 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 			n++
 		}
 	}
-	b := d.behave[c.route]
+	b, reply := d.behave[c.route], d.replies[c.route]
 	d.mu.Unlock()
 
 	code := http.StatusOK
@@ -522,6 +533,12 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if code >= 200 && code <= 299 {
 		d.effect(c.key)
+		if reply != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = io.WriteString(w, reply)
+			return
+		}
 	}
 	w.WriteHeader(code)
 }

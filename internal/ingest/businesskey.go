@@ -25,3 +25,19 @@ func businessKeys(routes []*route.Route, in *route.Input) []claim.BusinessKey {
 	}
 	return keys
 }
+
+// after returns, for each of routes that runs after others, the routes it
+// names (claim.Event.After); nil when none does.
+func after(routes []*route.Route) map[string][]string {
+	var m map[string][]string
+	for _, r := range routes {
+		if len(r.After) == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string][]string{}
+		}
+		m[r.Name] = r.After
+	}
+	return m
+}

@@ -153,6 +153,7 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		GuardBody:       p.guardBody,
 		// Computed only now, from verified bytes.
 		BusinessKeys: businessKeys(routes, in),
+		After:        after(routes),
 		JobMetadata:  meta,
 	}, names, p.reopen)
 	if errors.Is(err, claim.ErrUnstorable) {

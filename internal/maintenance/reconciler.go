@@ -54,11 +54,11 @@ func (r *Reconciler) Work(ctx context.Context, _ *river.Job[ReconcileArgs]) erro
 	}
 	res, err := claim.NewStore(r.db, client, r.maxAttempts).Reconcile(ctx, r.interval, reconcileBatch)
 	level := slog.LevelDebug
-	if res.Requeued+res.Failed > 0 {
+	if res.Requeued+res.Failed+res.Released > 0 {
 		level = slog.LevelWarn
 	}
 	r.logger.Log(ctx, level, "reconciled deliveries left without a job",
-		slog.Int("requeued", res.Requeued), slog.Int("failed", res.Failed))
+		slog.Int("requeued", res.Requeued), slog.Int("failed", res.Failed), slog.Int("released", res.Released))
 	if err != nil {
 		return fmt.Errorf("reconciling: %w", err)
 	}

@@ -31,7 +31,7 @@ func BenchmarkProgram(b *testing.B) {
 		q, err := gojq.Parse(bc.src)
 		require.NoError(b, err)
 		// plain is the program as compiled before the bounds, run the same way.
-		code, err := gojq.Compile(q, gojq.WithVariables([]string{"$event", budgetVar}))
+		code, err := gojq.Compile(q, gojq.WithVariables([]string{"$event", "$results", budgetVar}))
 		require.NoError(b, err)
 		plain := &program{key: "routes[0].body", code: code}
 		bounded, err := compile("routes[0].body", bc.src, false)
@@ -41,7 +41,7 @@ func BenchmarkProgram(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := plain.run(context.Background(), doc, len(payload), ev, func(any) bool { return false }); err != nil {
+			if err := plain.run(context.Background(), doc, len(payload), ev, nil, func(any) bool { return false }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -50,7 +50,7 @@ func BenchmarkProgram(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := bounded.run(context.Background(), doc, len(payload), ev, func(any) bool { return false }); err != nil {
+			if err := bounded.run(context.Background(), doc, len(payload), ev, nil, func(any) bool { return false }); err != nil {
 				b.Fatal(err)
 			}
 		}

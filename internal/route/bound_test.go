@@ -20,7 +20,7 @@ func runOnce(t *testing.T, src, input string) ([]any, error) {
 	doc, err := decode([]byte(input))
 	require.NoError(t, err)
 	var out []any
-	err = p.run(context.Background(), doc, len(input), map[string]any{"id": "evt_1"}, func(v any) bool {
+	err = p.run(context.Background(), doc, len(input), map[string]any{"id": "evt_1"}, nil, func(v any) bool {
 		out = append(out, v)
 		return true
 	})

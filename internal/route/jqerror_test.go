@@ -48,7 +48,7 @@ func TestRunTimeErrorsQuoteNoValue(t *testing.T) {
 			require.NoError(t, err)
 			doc, err := decode([]byte(body))
 			require.NoError(t, err)
-			err = p.run(context.Background(), doc, len(body), nil, func(any) bool { return true })
+			err = p.run(context.Background(), doc, len(body), nil, nil, func(any) bool { return true })
 			require.Error(t, err)
 			require.Equal(t, "routes[0].filter: "+tt.want, err.Error())
 			for _, digits := range []string{pan, pan[:8], pan[8:], "4242"} {

@@ -24,7 +24,8 @@ const EvalTimeout = time.Second
 const maxErrorLen = 300
 
 // program is one compiled jq program of a route, safe for concurrent use.
-// It sees the input as . and the event as $event; it reads no environment
+// It sees the input as ., the event as $event and its predecessors'
+// results as $results; it reads no environment
 // variables ($ENV and env are empty) and no further inputs. It is compiled
 // rewritten so that what it builds is bounded (see BuildBytes).
 type program struct {
@@ -61,25 +62,26 @@ func compile(key, src string, deterministic bool) (*program, error) {
 		return nil, fmt.Errorf("%s: is not a valid jq program: %s", key, sanitize.Line(err.Error()))
 	}
 	rewrite(q)
-	opts := append([]gojq.CompilerOption{gojq.WithVariables([]string{"$event", budgetVar})}, checks...)
+	opts := append([]gojq.CompilerOption{gojq.WithVariables([]string{"$event", "$results", budgetVar})}, checks...)
 	if p.code, err = gojq.Compile(q, opts...); err != nil {
 		return nil, fmt.Errorf("%s: does not compile as jq: %s", key, sanitize.Line(err.Error()))
 	}
 	return p, nil
 }
 
-// run evaluates p over in, a document of inputSize bytes, and calls yield
+// run evaluates p over in, a document of inputSize bytes, with $event ev
+// and $results results (see Route.results), and calls yield
 // with each value until yield returns false, within EvalTimeout and the
 // bounds of BuildBytes. An error is the program's, names p's key, and
 // quotes none of the values it failed on.
 //
 // When the caller's ctx ends first, run returns a *stopped error, which is
 // not the program's fault.
-func (p *program) run(ctx context.Context, in any, inputSize int, ev map[string]any, yield func(v any) bool) error {
+func (p *program) run(ctx context.Context, in any, inputSize int, ev, results map[string]any, yield func(v any) bool) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
-	iter := p.code.RunWithContext(ctx, in, ev, newBudget(inputSize))
+	iter := p.code.RunWithContext(ctx, in, ev, results, newBudget(inputSize))
 	for {
 		v, ok := iter.Next()
 		if !ok {

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/itchyny/gojq"
 
@@ -36,13 +38,17 @@ const JSONContentType = "application/json"
 // delivery's idempotency key.
 type Event struct {
 	Provider, ID, Type string
+	// Results holds the recorded result (JSON) of the route's
+	// predecessors (after), by route name; one absent or nil is none.
+	// Empty at ingest, where nothing has run yet.
+	Results map[string][]byte
 }
 
 // Route is one configured route, compiled.
 type Route struct {
 	config.Route
 
-	filter, body, result *program
+	filter, body, result, path *program
 	// header holds the static and secret headers, canonical names; the
 	// values of secret ones must never be logged.
 	header http.Header
@@ -73,6 +79,9 @@ func New(cfg *config.Config, secretHeaders map[string]map[string]string) (*Table
 			errs = append(errs, err)
 		}
 		if r.result, err = compile(key+".result", c.Result, false); err != nil {
+			errs = append(errs, err)
+		}
+		if r.path, err = compile(key+".path", c.Path, true); err != nil {
 			errs = append(errs, err)
 		}
 		for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
@@ -135,7 +144,29 @@ func (t *Table) Match(ctx context.Context, in *Input) (matched []*Route, unmatch
 		}
 		unmatched = append(unmatched, Unmatched{Route: r.Name, Err: err})
 	}
-	return matched, unmatched
+	return afterMatched(matched), unmatched
+}
+
+// afterMatched keeps of matched the routes each of whose after routes is
+// kept too: a later step takes an event only when the steps before it do,
+// down the whole chain.
+func afterMatched(matched []*Route) []*Route {
+	for {
+		kept := make(map[string]bool, len(matched))
+		for _, r := range matched {
+			kept[r.Name] = true
+		}
+		out := matched[:0:0]
+		for _, r := range matched {
+			if !slices.ContainsFunc(r.After, func(name string) bool { return !kept[name] }) {
+				out = append(out, r)
+			}
+		}
+		if len(out) == len(matched) {
+			return matched
+		}
+		matched = out
+	}
 }
 
 // takes runs r's filter: only a first value of true matches.
@@ -146,7 +177,8 @@ func (r *Route) takes(ctx context.Context, in *Input) (bool, error) {
 	}
 	var first any
 	got := false
-	err = r.filter.run(ctx, doc, len(in.Body), r.event(in.Event), func(v any) bool {
+	results, size := r.results(in.Event)
+	err = r.filter.run(ctx, doc, len(in.Body)+size, r.event(in.Event), results, func(v any) bool {
 		first, got = v, true
 		return false
 	})
@@ -165,6 +197,26 @@ func (r *Route) event(ev Event) map[string]any {
 		"route":           r.Name,
 		"idempotency_key": claim.Key{Provider: ev.Provider, EventID: ev.ID, Route: r.Name}.IdempotencyKey(),
 	}
+}
+
+// results is $results for r and ev: each route r runs after, by name, with
+// its recorded result decoded, or null where none is recorded (or it is
+// not JSON); {} for a route without after. size is the results' bytes,
+// which the programs' build budget counts as input.
+func (r *Route) results(ev Event) (results map[string]any, size int) {
+	results = make(map[string]any, len(r.After))
+	for _, name := range r.After {
+		raw := ev.Results[name]
+		results[name] = nil
+		if raw == nil {
+			continue
+		}
+		if v, err := decode(raw); err == nil {
+			results[name] = v
+			size += len(raw)
+		}
+	}
+	return results, size
 }
 
 // Header returns the route's static and secret headers; the caller must not
@@ -196,7 +248,8 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 		return fail("the event body %v", err)
 	}
 	var values []any
-	err = r.body.run(ctx, doc, len(payload), r.event(ev), func(v any) bool {
+	results, size := r.results(ev)
+	err = r.body.run(ctx, doc, len(payload)+size, r.event(ev), results, func(v any) bool {
 		values = append(values, v)
 		return len(values) < 2
 	})
@@ -221,6 +274,109 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 	return out, JSONContentType, nil
 }
 
+// Bounds on what a path program yields.
+const (
+	// MaxPathSegments bounds how many segments a path program appends.
+	MaxPathSegments = 32
+	// MaxPathBytes bounds the escaped path it appends.
+	MaxPathBytes = 2 << 10
+)
+
+// Target returns the URL an attempt of ev to r is sent to: the route's url,
+// with the segments of its path program, if any, appended. The program
+// runs over the provider's JSON body and must yield one value, a string or
+// a list of strings; each string is one segment, percent-escaped (a "/" in
+// it is sent as %2F), so the scheme, host and the path of url never come
+// from the event. A segment that is empty, "." or ".." is refused: it would
+// name another resource than one below url. A failure wraps ErrProgram.
+func (r *Route) Target(ctx context.Context, ev Event, payload []byte) (string, error) {
+	if r.path == nil {
+		return r.URL, nil
+	}
+	fail := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("%w: %s: "+format, append([]any{ErrProgram, r.path.key}, args...)...)
+	}
+	doc, err := decode(payload)
+	if err != nil {
+		return fail("the event body %v", err)
+	}
+	var values []any
+	results, size := r.results(ev)
+	err = r.path.run(ctx, doc, len(payload)+size, r.event(ev), results, func(v any) bool {
+		values = append(values, v)
+		return len(values) < 2
+	})
+	var stop *stopped
+	switch {
+	case errors.As(err, &stop):
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", ErrProgram, err)
+	case len(values) != 1:
+		return fail("the program yielded %d values; it must yield one, a string or a list of strings", len(values))
+	}
+	var segments []string
+	switch v := values[0].(type) {
+	case string:
+		segments = []string{v}
+	case []any:
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return fail("the list holds a value of type %s; every segment must be a string", jqType(e))
+			}
+			segments = append(segments, s)
+		}
+	default:
+		return fail("the value is of type %s; it must be a string or a list of strings", jqType(v))
+	}
+	if len(segments) > MaxPathSegments {
+		return fail("%d segments, over the %d allowed", len(segments), MaxPathSegments)
+	}
+	base, err := url.Parse(r.URL)
+	if err != nil {
+		return "", fmt.Errorf("route %s: invalid URL", r.Name)
+	}
+	escaped := strings.TrimSuffix(base.EscapedPath(), "/")
+	added := 0
+	for i, s := range segments {
+		switch s {
+		case "", ".", "..":
+			return fail("segment %d is %q; a segment must name something below the url", i+1, s)
+		}
+		e := url.PathEscape(s)
+		added += len(e) + 1
+		escaped += "/" + e
+	}
+	if added > MaxPathBytes {
+		return fail("the path is %d bytes escaped, over the %d allowed", added, MaxPathBytes)
+	}
+	unescaped, err := url.PathUnescape(escaped)
+	if err != nil {
+		return "", fmt.Errorf("route %s: invalid URL", r.Name)
+	}
+	target := *base
+	target.Path, target.RawPath = unescaped, escaped
+	return target.String(), nil
+}
+
+// jqType names a value's jq type, for errors that must not quote it.
+func jqType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "number"
+}
+
 // HasResult reports whether r records a result from the downstream's answer.
 func (r *Route) HasResult() bool { return r.result != nil }
 
@@ -238,7 +394,8 @@ func (r *Route) Result(ctx context.Context, ev Event, response []byte) ([]byte, 
 	}
 	var first any
 	got := false
-	err = r.result.run(ctx, doc, len(response), r.event(ev), func(v any) bool {
+	results, size := r.results(ev)
+	err = r.result.run(ctx, doc, len(response)+size, r.event(ev), results, func(v any) bool {
 		first, got = v, true
 		return false
 	})
