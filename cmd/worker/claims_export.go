@@ -88,7 +88,8 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 				Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 				LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
-				After: d.After,
+				Attempts: orEmpty(d.Attempts),
+				After:    d.After,
 			})
 		}
 		return enc.Encode(&v)

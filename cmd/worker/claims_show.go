@@ -28,6 +28,8 @@ type deliveryView struct {
 	BusinessKey string `json:"business_key,omitempty"`
 	// Result is what the route's result program recorded at completion.
 	Result json.RawMessage `json:"result,omitempty"`
+	// Attempts is the delivery's attempt history, without responses.
+	Attempts []claim.AttemptRecord `json:"attempts"`
 	// After names the routes that run before this one, for this event.
 	After []string `json:"after,omitempty"`
 }
@@ -73,6 +75,10 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	attempts, err := store.Attempts(ctx, rest[0], rest[1], false)
+	if err != nil {
+		return err
+	}
 	v := claimView{Record: cl, Deliveries: make([]deliveryView, len(ds))}
 	for i, d := range ds {
 		r, _ := cfg.Route(d.Route)
@@ -80,7 +86,8 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
 			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
 			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
-			After: d.After,
+			Attempts: orEmpty(attempts[d.Route]),
+			After:    d.After,
 		}
 	}
 	if asJSON {
@@ -132,6 +139,28 @@ func printClaim(w io.Writer, v claimView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, d := range v.Deliveries {
+		if len(d.Attempts) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nattempts of %s:\n", d.Route)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ATTEMPT\tSTARTED\tDURATION\tSTATUS\tERROR")
+		for _, a := range d.Attempts {
+			status := "-"
+			if a.StatusCode != nil {
+				status = fmt.Sprint(*a.StatusCode)
+			}
+			e := ""
+			if a.Error != nil {
+				e = *a.Error
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%dms\t%s\t%s\n", a.Attempt, stamp(&a.StartedAt), a.DurationMS, status, orDash(cut(e, lastErrorWidth)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	held := false
 	for _, d := range v.Deliveries {
 		if d.BusinessKey != "" {
@@ -144,4 +173,12 @@ func printClaim(w io.Writer, v claimView) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// orEmpty is as, or an empty slice when as is nil, so that JSON shows [].
+func orEmpty(as []claim.AttemptRecord) []claim.AttemptRecord {
+	if as == nil {
+		return []claim.AttemptRecord{}
+	}
+	return as
 }

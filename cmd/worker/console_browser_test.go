@@ -139,6 +139,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	), "opening the claim")
 	require.Equal(t, "failed", text("#claim-status"))
 	require.Contains(t, text("#payload"), `"amount": 4200`, "pretty-printed for an operator")
+	// The attempt timeline: a row per attempt, each a 503 with its error.
+	statuses := func() []string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+			`Array.from(document.querySelectorAll("#attempts tr.attempt .attempt-status"), td => td.textContent.trim())`))
+		require.NoError(t, err)
+		return s
+	}
+	history, err := store.Attempts(t.Context(), "stripe", "evt_fails", false)
+	require.NoError(t, err)
+	failed := statuses()
+	require.NotEmpty(t, failed)
+	require.Len(t, failed, len(history["ship"]))
+	for _, s := range failed {
+		require.Equal(t, "503", s)
+	}
+	require.Contains(t, text("#attempts tr.attempt .attempt-error"), "HTTP 503 Service Unavailable")
 
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css("#retry")),
@@ -158,6 +175,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.Equal(c, "completed", strings.TrimSpace(status))
 	}, 60*time.Second, 200*time.Millisecond, "the retried delivery did not complete")
 	require.Contains(t, text("#deliveries"), "completed")
+	require.Equal(t, append(failed, "201"), statuses(), "the retry's attempt ends the timeline")
 
 	if path := os.Getenv(screenshotEnv); path != "" {
 		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())

@@ -100,7 +100,9 @@ func TestChainReleasedByTheEndThatCompletesTheLastPredecessor(t *testing.T) {
 	require.NoError(t, err)
 	b.requireJobs(t, append(args("evt_r1", "ship"), args("evt_fan", "ship", "mail")...)...)
 
-	b.end(t, key("evt_r1", "ship"), released)
+	b.end(t, key("evt_r1", "ship"), withCall(released, 1, 201, "made"))
+	rows, _ := b.attemptRows(t, "evt_r1")
+	require.Equal(t, 1, rows, "an end that releases writes its attempt history too")
 	st, ds := b.statuses(t, "evt_r1")
 	require.Equal(t, claim.Processing, st)
 	require.Equal(t, map[string]claim.DeliveryStatus{"ship": claim.DeliveryCompleted, "mail": claim.DeliveryProcessing}, ds)

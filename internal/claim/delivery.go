@@ -31,6 +31,9 @@ type Delivery struct {
 	// Result is the JSON the route's result program recorded when the
 	// delivery completed; nil when there is none. Read by Get only.
 	Result []byte
+	// Attempts is the delivery's attempt history, without responses, as
+	// Export reads it; nil elsewhere (see Store.Attempts).
+	Attempts []AttemptRecord `db:"-"`
 	// Results is a JSON object of the recorded results of the routes in
 	// After, by route (those with none are absent); nil when there are
 	// none. Read by LoadDeliveries only, for the route's $results.
@@ -156,6 +159,26 @@ type AttemptResult struct {
 	// its claim that waited for it and have no other predecessor left (see
 	// EndJobs). Ignored unless Status is Completed.
 	Release bool
+	// Call is the downstream call the attempt made, written to the
+	// delivery's attempt history with the outcome; nil writes no history
+	// row (no call was made).
+	Call *Call
+}
+
+// Call is one downstream call of a delivery, a row of its attempt history
+// (webhook_attempts). Its error is the AttemptResult's.
+type Call struct {
+	// Attempt is the Hookgate-Attempt number sent.
+	Attempt int
+	// StartedAt is when the request went out; Duration how long until the
+	// answer or the error.
+	StartedAt time.Time
+	Duration  time.Duration
+	// Status is the answer's HTTP status, 0 when none came.
+	Status int
+	// Response is the first 2 KiB of the answer's body, redacted; nil when
+	// none came.
+	Response *string
 }
 
 // RecordAttempt writes an attempt's outcome: the delivery's status, attempt
@@ -221,6 +244,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		var b pgx.Batch
 		queueLockClaims(&b, attempts)
 		s.river().JobLockRunningMany(&b, jobs)
+		queueAttemptHistory(&b, attempts, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
 		live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
 		if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
@@ -235,6 +259,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		var b pgx.Batch
 		queueLockClaims(&b, attempts)
 		tx.river().JobLockRunningMany(&b, jobs)
+		queueAttemptHistory(&b, attempts, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
 		released := queueRelease(&b, claims)
 		live = tx.river().JobCompleteRunningMany(&b, jobs, time.Now())
@@ -329,6 +354,7 @@ func (s *Store) claimExists(ctx context.Context, k Key) (bool, error) {
 func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) ([]bool, error) {
 	var b pgx.Batch
 	queueLockClaims(&b, attempts)
+	queueAttemptHistory(&b, attempts, nil)
 	recorded := queueRecordAttempts(&b, attempts, nil)
 	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("recording %d attempts: %w", len(attempts), err)

@@ -28,7 +28,7 @@ func endJobsBundle(t *testing.T) (*bundle, []claim.Attempt, []claim.JobRun) {
 	for i, k := range keys {
 		id := testfactory.SetJobs(ctx, t, b.conn, testfactory.JobWhere{Delivery: k}, running)
 		require.Len(t, id, 1)
-		attempts[i], jobs[i] = claim.Attempt{Key: k, Result: success}, claim.JobRun{ID: id[0], Attempt: 1}
+		attempts[i], jobs[i] = claim.Attempt{Key: k, Result: withCall(success, 1, 200, "ok")}, claim.JobRun{ID: id[0], Attempt: 1}
 	}
 	return b, attempts, jobs
 }
@@ -70,6 +70,11 @@ func TestEndJobs(t *testing.T) {
 	_, ds := b.get(t, "evt_e2")
 	require.Equal(t, claim.DeliveryProcessing, ds["ship"].Status, "the rescued run owns its delivery")
 	require.Zero(t, ds["ship"].AttemptCount)
+	// A history row for each attempt recorded, and none for the others.
+	for id, want := range map[string]int{"evt_e1": 2, "evt_e2": 0, "evt_e3": 0} {
+		rows, _ := b.attemptRows(t, id)
+		require.Equal(t, want, rows, id)
+	}
 }
 
 // TestEndJobsIsAllOrNothing: the statements of one end are one
@@ -97,6 +102,8 @@ FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.id = `+strconv.FormatInt(jobs
 		c, ds := b.get(t, id)
 		require.Equal(t, claim.Processing, c.Status, id)
 		require.Zero(t, c.AttemptCount, id)
+		rows, _ := b.attemptRows(t, id)
+		require.Zero(t, rows, id)
 		for route, d := range ds {
 			require.Equal(t, claim.DeliveryProcessing, d.Status, id+" "+route)
 		}

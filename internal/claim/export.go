@@ -42,7 +42,9 @@ type exportedDelivery struct {
 	BusinessKey  string         `json:"business_key"`
 	// Result is the route's recorded result, JSON null when there is none.
 	Result json.RawMessage `json:"result"`
-	After  []string        `json:"after"`
+	// Attempts is the delivery's attempt history, without responses.
+	Attempts []AttemptRecord `json:"attempts"`
+	After    []string        `json:"after"`
 }
 
 // Export calls emit for every claim f matches, oldest first (by
@@ -103,7 +105,13 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
                 'completed_at', d.completed_at, 'business_key', coalesce(k.business_key, ''),
-                'result', d.result, 'after', d.waits_for) ORDER BY d.route), '[]')
+                'result', d.result, 'after', d.waits_for,
+                'attempts', (SELECT coalesce(json_agg(json_build_object(
+                        'attempt', a.attempt, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
+                        'status_code', a.status_code, 'error', a.error) ORDER BY a.attempt, a.started_at), '[]')
+                    FROM webhook_attempts a
+                    WHERE a.provider = d.provider AND a.event_id = d.event_id AND a.route = d.route)
+            ) ORDER BY d.route), '[]')
      FROM webhook_deliveries d
      LEFT JOIN webhook_business_keys k USING (provider, event_id, route)
      WHERE d.provider = c.provider AND d.event_id = c.event_id)
@@ -140,7 +148,8 @@ LIMIT ` + strconv.Itoa(page)
 				return fmt.Errorf("exporting claims: reading deliveries of %s/%s: %w", c.Provider, c.EventID, err)
 			}
 			e.Deliveries = e.Deliveries[:0]
-			for _, d := range ds {
+			for i := range ds {
+				d := &ds[i]
 				var result []byte
 				if string(d.Result) != "null" {
 					result = d.Result
@@ -149,7 +158,7 @@ LIMIT ` + strconv.Itoa(page)
 					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
 					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
 					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-					Result: result, After: slices.Clone(d.After),
+					Result: result, After: slices.Clone(d.After), Attempts: d.Attempts,
 				})
 			}
 			if err := emit(&e); err != nil {

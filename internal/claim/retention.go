@@ -42,16 +42,26 @@ type PruneResult struct {
 // the whole table, since Postgres misestimates a two-column match.
 const (
 	// clearPayloadsSQL clears the payloads of claims due for clearing but
-	// not for deletion, so that a backlog is not written twice.
+	// not for deletion, so that a backlog is not written twice, and with
+	// each the responses of its attempt history (webhook_attempts), in the
+	// same statement. It returns how many payloads it cleared.
 	clearPayloadsSQL = `
-UPDATE webhook_event_claims SET payload = NULL
-WHERE ctid = ANY (ARRAY(
-    SELECT ctid FROM webhook_event_claims
-    WHERE terminal_at IS NOT NULL AND payload IS NOT NULL
-      AND terminal_at < $1 AND terminal_at >= $2
-    ORDER BY terminal_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED))`
+WITH cleared AS (
+    UPDATE webhook_event_claims SET payload = NULL
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid FROM webhook_event_claims
+        WHERE terminal_at IS NOT NULL AND payload IS NOT NULL
+          AND terminal_at < $1 AND terminal_at >= $2
+        ORDER BY terminal_at
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED))
+    RETURNING provider, event_id
+), responses AS (
+    UPDATE webhook_attempts a SET response = NULL
+    FROM cleared c
+    WHERE a.provider = c.provider AND a.event_id = c.event_id AND a.response IS NOT NULL
+)
+SELECT count(*) FROM cleared`
 
 	// deleteClaimsSQL deletes claims due for deletion. Deliveries (and any
 	// other table keyed by the claim) go with them through ON DELETE
@@ -87,12 +97,12 @@ func (s *Store) Prune(ctx context.Context, r Retention) (PruneResult, error) {
 		return res, err
 	}
 	for {
-		tag, err := s.db.Exec(ctx, clearPayloadsSQL, payloadCut, claimCut, batch)
-		if err != nil {
+		var n int
+		if err := s.db.QueryRow(ctx, clearPayloadsSQL, payloadCut, claimCut, batch).Scan(&n); err != nil {
 			return res, fmt.Errorf("clearing payloads after %d: %w", res.PayloadsCleared, err)
 		}
-		res.PayloadsCleared += int(tag.RowsAffected())
-		if tag.RowsAffected() < int64(batch) {
+		res.PayloadsCleared += n
+		if n < batch {
 			break
 		}
 	}

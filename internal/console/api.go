@@ -27,6 +27,9 @@ type deliveryView struct {
 	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
 	BusinessKey    string               `json:"business_key,omitempty"`
 	Result         json.RawMessage      `json:"result,omitempty"`
+	// Attempts is the delivery's attempt history, in a claim's detail
+	// only; responses for operators only.
+	Attempts *[]claim.AttemptRecord `json:"attempts,omitempty"`
 	// After names the routes this delivery runs after (a chain).
 	After []string `json:"after,omitempty"`
 }
@@ -159,6 +162,18 @@ func (s *Server) detail(ctx context.Context, provider, eventID string, p princip
 		return claimDetail{}, err
 	}
 	d := claimDetail{claimView: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
+	// Viewers never see responses: they are not even read.
+	attempts, err := s.store.Attempts(ctx, provider, eventID, p.Operator())
+	if err != nil {
+		return claimDetail{}, err
+	}
+	for i := range d.Deliveries {
+		as := attempts[d.Deliveries[i].Route]
+		if as == nil {
+			as = []claim.AttemptRecord{}
+		}
+		d.Deliveries[i].Attempts = &as
+	}
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(ctx, provider, eventID)
 		if err != nil {

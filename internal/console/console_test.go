@@ -160,10 +160,21 @@ func failedClaim(t *testing.T, e *env, opts testfactory.ClaimOpts) claim.EventKe
 	return testfactory.Claim(t.Context(), t, e.db.Pool, &opts)
 }
 
+// addAttempt writes a row of k's attempt history for route.
+func addAttempt(t *testing.T, e *env, k claim.EventKey, route string, n int, status *int, errText, response string) {
+	t.Helper()
+	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_attempts
+    (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
+VALUES ($1, $2, $3, $4, now(), 17, $5, nullif($6, ''), $7)`, k.Provider, k.EventID, route, n, status, errText, response)
+	require.NoError(t, err)
+}
+
 func TestRoleMatrix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	k := failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt_1", Payload: []byte(`{"card":"4242"}`)})
+	code := 500
+	addAttempt(t, e, k, "ship", 1, &code, "downstream answered 500", "card 4242 declined")
 	claimPath := "/api/v1/claims/" + k.Provider + "/" + k.EventID
 	reads := []string{"/api/v1/claims", claimPath, "/api/v1/routes", "/api/v1/stats", "/api/v1/audit"}
 	acts := []struct{ path string }{
@@ -201,18 +212,36 @@ func TestRoleMatrix(t *testing.T) {
 		e.call(t, c.cred, http.MethodGet, claimPath, nil, &d)
 		require.NotContains(t, d, "payload", "a viewer never sees a payload")
 		require.NotContains(t, d, "payload_json")
+		var attempts struct {
+			Deliveries []struct {
+				Attempts []map[string]any `json:"attempts"`
+			} `json:"deliveries"`
+		}
+		_, body := e.call(t, c.cred, http.MethodGet, claimPath, nil, &attempts)
+		require.Len(t, attempts.Deliveries, 1)
+		require.Len(t, attempts.Deliveries[0].Attempts, 1, body)
+		require.EqualValues(t, 500, attempts.Deliveries[0].Attempts[0]["status_code"])
+		require.NotContains(t, attempts.Deliveries[0].Attempts[0], "response", "a viewer never sees a response")
+		require.NotContains(t, body, "declined")
 	}
 	var d struct {
 		Status      claim.Status    `json:"status"`
 		Payload     []byte          `json:"payload"`
 		PayloadJSON json.RawMessage `json:"payload_json"`
 		Deliveries  []struct {
-			Route  string `json:"route"`
-			Status string `json:"status"`
+			Route    string                `json:"route"`
+			Status   string                `json:"status"`
+			Attempts []claim.AttemptRecord `json:"attempts"`
 		} `json:"deliveries"`
 	}
 	status, body := e.call(t, alice, http.MethodGet, claimPath, nil, &d)
 	require.Equal(t, http.StatusOK, status, body)
+	require.Len(t, d.Deliveries[0].Attempts, 1)
+	a := d.Deliveries[0].Attempts[0]
+	require.Equal(t, 1, a.Attempt)
+	require.EqualValues(t, 17, a.DurationMS)
+	require.Equal(t, "downstream answered 500", *a.Error)
+	require.Equal(t, "card 4242 declined", *a.Response, "an operator sees the response")
 	require.Equal(t, claim.Failed, d.Status)
 	require.Equal(t, `{"card":"4242"}`, string(d.Payload), "base64 in JSON")
 	require.JSONEq(t, `{"card":"4242"}`, string(d.PayloadJSON))

@@ -299,6 +299,38 @@ func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p prin
 type claimPage struct {
 	Claim   claimView
 	Payload string
+	// Timeline is the claim's attempt history, by route and attempt.
+	Timeline []timelineRow
+}
+
+// timelineRow is one attempt as the claim page shows it.
+type timelineRow struct {
+	Route   string
+	Attempt int
+	Started time.Time
+	// Duration is in milliseconds; Status "-" when no answer came, Error
+	// "" on success.
+	Duration int64
+	Status   string
+	Error    string
+}
+
+// timeline flattens attempts into rows in the order of the deliveries.
+func timeline(ds []deliveryView, attempts map[string][]claim.AttemptRecord) []timelineRow {
+	var rows []timelineRow
+	for _, d := range ds {
+		for _, a := range attempts[d.Route] {
+			row := timelineRow{Route: d.Route, Attempt: a.Attempt, Started: a.StartedAt, Duration: a.DurationMS, Status: "-"}
+			if a.StatusCode != nil {
+				row.Status = strconv.Itoa(*a.StatusCode)
+			}
+			if a.Error != nil {
+				row.Error = *a.Error
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
 }
 
 // prettyPayload is the payload as the claim page shows it: indented JSON,
@@ -330,6 +362,12 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 		return
 	}
 	d := claimPage{Claim: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
+	attempts, err := s.store.Attempts(r.Context(), provider, eventID, false)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/claims")
+		return
+	}
+	d.Timeline = timeline(d.Claim.Deliveries, attempts)
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(r.Context(), provider, eventID)
 		if err != nil {

@@ -185,8 +185,9 @@ func TestPagesEscapeProviderValues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	const evil = `<script>alert(1)</script>`
-	failedClaim(t, e, testfactory.ClaimOpts{EventID: evil, EventType: "<script>alert(2)</script>",
+	k := failedClaim(t, e, testfactory.ClaimOpts{EventID: evil, EventType: "<script>alert(2)</script>",
 		Payload: []byte(`{"note":"<script>alert(3)</script>"}`)})
+	addAttempt(t, e, k, "ship", 1, nil, "<script>alert(4)</script>", "<script>alert(5)</script>")
 	b := browser(t, e)
 	b.signIn(t, "alice", secrets["T_ALICE"])
 	claimPath := "/console/claims/stripe/" + url.PathEscape(evil)
@@ -200,7 +201,8 @@ func TestPagesEscapeProviderValues(t *testing.T) {
 		{"/console/", nil},
 		{"/console/claims", []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;script&gt;alert(2)&lt;/script&gt;"}},
 		{"/console/claims?type=" + url.QueryEscape("<script>*"), []string{`value="&lt;script&gt;*"`}},
-		{claimPath, []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;script&gt;alert(2)&lt;/script&gt;", "&lt;script&gt;alert(3)&lt;/script&gt;"}},
+		{claimPath, []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;script&gt;alert(2)&lt;/script&gt;", "&lt;script&gt;alert(3)&lt;/script&gt;",
+			`<tr class="attempt">`, `<td class="attempt-error">&lt;script&gt;alert(4)&lt;/script&gt;</td>`}},
 		{claimPath + "/retry", []string{"&lt;script&gt;alert(1)&lt;/script&gt;"}},
 		{"/console/routes", nil},
 		{"/console/audit", []string{"stripe/&lt;script&gt;alert(1)&lt;/script&gt;"}},

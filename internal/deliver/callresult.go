@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
@@ -75,6 +76,30 @@ type callResult struct {
 	// unsent: the request was never sent (its body program failed), so
 	// the run is not counted as an attempt.
 	unsent bool
+	// response is the first responseBytes of the answer's body, redacted;
+	// nil when no answer came.
+	response *string
+	// call is the attempt's row of the delivery's attempt history; nil
+	// when no call was made.
+	call *claim.Call
+}
+
+// responseBytes bounds the part of an answer's body kept in the attempt
+// history.
+const responseBytes = 2 << 10
+
+// responseText is the first responseBytes of a redacted body as text:
+// cut on a character boundary, invalid UTF-8 and NUL bytes (which
+// Postgres text refuses) replaced.
+func responseText(body []byte) *string {
+	if len(body) > responseBytes {
+		body = body[:responseBytes]
+		for i := 0; i < utf8.UTFMax && len(body) > 0 && !utf8.Valid(body); i++ {
+			body = body[:len(body)-1]
+		}
+	}
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(body), "\uFFFD"), "\x00", "\uFFFD")
+	return &s
 }
 
 // classifyStatus maps a downstream HTTP status to a verdict, per the contract.

@@ -144,9 +144,9 @@ func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArg
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	// The job ends: its attempt numbers are spent.
 	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result,
-		Release: c.chained(k.Route)}
+		Release: c.chained(k.Route), Call: o.call}
 	if o.verdict != delivered {
-		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt}
+		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt, Call: o.call}
 	}
 	result, err := c.end(ctx, job, claim.Attempt{Key: k, Result: res})
 	switch result {
@@ -182,7 +182,7 @@ func (c *completer) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs
 	d claim.Delivery, o callResult,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
-	err := c.record(ctx, k, o.reason, 0)
+	err := c.record(ctx, k, o.reason, 0, o.call)
 	if errors.Is(err, claim.ErrConflict) || errors.Is(err, claim.ErrNotFound) {
 		c.metrics.countRun(k.Route, runSkipped)
 		log.Warn("delivery was settled elsewhere during this run", slog.String("verdict", o.verdict.String()))
@@ -213,7 +213,7 @@ func (c *completer) interrupted(ctx context.Context, log *slog.Logger, d claim.D
 		log.Info("attempt interrupted by shutdown before it was sent; the job returns to the queue")
 		return fmt.Errorf("attempt of %s interrupted: %w", k, ctx.Err())
 	}
-	if err := c.record(ctx, k, "interrupted: the worker was stopping", 1); err != nil {
+	if err := c.record(ctx, k, "interrupted: the worker was stopping", 1, o.call); err != nil {
 		log.Warn("recording an interrupted attempt failed; the job keeps the attempt", slog.String("error", err.Error()))
 		return fmt.Errorf("attempt of %s interrupted and not recorded: %s", k, o.reason)
 	}
@@ -222,9 +222,9 @@ func (c *completer) interrupted(ctx context.Context, log *slog.Logger, d claim.D
 }
 
 // record counts a failed attempt that leaves the delivery processing, and
-// adds spent to its attempt_base.
-func (c *completer) record(ctx context.Context, k claim.Key, reason string, spent int) error {
+// adds spent to its attempt_base; call is its attempt history row.
+func (c *completer) record(ctx context.Context, k claim.Key, reason string, spent int, call *claim.Call) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
-	return c.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent})
+	return c.store.RecordAttempt(ctx, k, claim.AttemptResult{Status: claim.DeliveryProcessing, Attempted: true, Error: reason, Spent: spent, Call: call})
 }

@@ -82,3 +82,22 @@ func TestResultRedactsEchoedSecrets(t *testing.T) {
 	w.redactResult(&o)
 	require.Equal(t, `"shp_1"`, string(o.result))
 }
+
+// The response kept in the attempt history is the redacted head cut to
+// responseBytes on a character boundary, as text Postgres accepts: an
+// echoed secret leaves no trace at any offset around the cut.
+func TestResponseRedactsAndBounds(t *testing.T) {
+	t.Parallel()
+	secret := "Bearer " + echoedToken
+	w := &Worker{redact: redactorOf(Options{SecretHeaders: map[string]map[string]string{"ship": {"Authorization": secret}}})}
+	for lead := responseBytes - len(secret) - 4; lead <= responseBytes+4; lead++ {
+		body := strings.Repeat("x", lead) + secret + strings.Repeat("y", snippetBytes)
+		head := []byte(body)[:snippetBytes]
+		got := *responseText(w.redactHead(head))
+		require.LessOrEqual(t, len(got), responseBytes)
+		requireNoTrace(t, got, echoedToken)
+	}
+	got := *responseText([]byte(strings.Repeat("a", responseBytes-1) + "é" + "\x00"))
+	require.Equal(t, strings.Repeat("a", responseBytes-1), got, "a character cut in two is dropped")
+	require.Equal(t, "a\uFFFDb\uFFFD", *responseText([]byte("a\x00b\xff")))
+}

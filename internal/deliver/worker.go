@@ -343,6 +343,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	release()
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
+	if !o.unsent {
+		o.call = &claim.Call{Attempt: attempt, StartedAt: start, Duration: time.Since(start), Status: o.status, Response: o.response}
+	}
 	log = log.With(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
 		log = log.With(slog.Int("status", o.status))
@@ -427,7 +430,10 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	return classifyResponse(resp.StatusCode, resp.Header, w.redactHead(head), w.now(), r.RetryStatuses...)
+	head = w.redactHead(head)
+	o := classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
+	o.response = responseText(head)
+	return o
 }
 
 // result reads a delivered answer (up to resultBytes) for the route's
@@ -444,5 +450,6 @@ func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, r
 	default:
 		o.result, o.resultErr = r.Result(ctx, event(d), body)
 	}
+	o.response = responseText(w.redactHead(body[:min(len(body), snippetBytes)]))
 	return o
 }
