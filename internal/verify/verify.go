@@ -182,7 +182,7 @@ func newVerifier(c Config) (Verifier, error) {
 
 	switch c.Scheme {
 	case schemeStripe:
-		return &stripeVerifier{secrets: secrets, tolerance: tolerance}, nil
+		return &timestampedVerifier{scheme: stripeScheme, secrets: secrets, tolerance: tolerance}, nil
 	case schemeGitHub:
 		return &githubVerifier{secrets: secrets}, nil
 	case schemeShopify:
@@ -192,7 +192,7 @@ func newVerifier(c Config) (Verifier, error) {
 	case schemeHMAC:
 		return newHMACVerifier(c, secrets, tolerance)
 	case schemePaddle:
-		return &paddleVerifier{secrets: secrets, tolerance: tolerance}, nil
+		return &timestampedVerifier{scheme: paddleScheme, secrets: secrets, tolerance: tolerance}, nil
 	case schemeSquare:
 		return newSquareVerifier(c, secrets)
 	case schemeEasyPost:
