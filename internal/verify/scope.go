@@ -41,10 +41,13 @@ func (v *scopedVerifier) Verify(body []byte, h http.Header, now time.Time) (Even
 	if err != nil {
 		return Event{}, err
 	}
-	var obj map[string]any
+	obj := ev.Body // the body as the scheme parsed it, when it did
 	if v.from.jsonPath != "" {
-		if obj, err = parseObject(body); err != nil {
-			return Event{}, err
+		if obj == nil {
+			if obj, err = parseObject(body); err != nil {
+				return Event{}, err
+			}
+			ev.Body = obj // for the routes, which would parse it again
 		}
 		if err := checkUnambiguous(body, v.from.jsonPath); err != nil {
 			return Event{}, err

@@ -54,3 +54,17 @@ func TestScopeFromAdyenMerchantAccount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "merchantAccount:pspReference:EVENT", ev.ID)
 }
+
+// TestScopeFromHandsOnTheBodyItParsed: a scheme that reads nothing from
+// the body (GitHub) with a json: scope parses the body once, for the scope,
+// and hands that parse on to the routes, as the schemes that parse do.
+func TestScopeFromHandsOnTheBodyItParsed(t *testing.T) {
+	t.Parallel()
+	v, err := New(Config{Scheme: "github", Secrets: [][]byte{[]byte(githubSecret)}, ScopeFrom: "json:installation.id"})
+	require.NoError(t, err)
+	body := []byte(`{"installation":{"id":"inst_7"},"ref":"refs/heads/main"}`)
+	ev, err := v.Verify(body, githubRequest(body, githubSecret), testNow())
+	require.NoError(t, err)
+	require.Equal(t, "inst_7:"+githubDelivery, ev.ID)
+	require.Equal(t, "refs/heads/main", ev.Body["ref"])
+}
