@@ -93,6 +93,7 @@ type privateFigures struct {
 	ingest               phase
 	ingestCPU, ingestPG  float64 // per 1,000 events accepted
 	drain                float64
+	ceiling              float64 // events/s of pgbenchCeilingScript
 	workerCPU, workerPG  float64 // per 1,000 events drained
 	ingestRSS, workerRSS int
 	durable              string
@@ -101,6 +102,7 @@ type privateFigures struct {
 func (f privateFigures) print(out io.Writer) {
 	fmt.Fprintf(out, "\nprivate cluster (%s), worker.concurrency %d\n", f.durable, workerConcurrency())
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", f.tps)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), f.ceiling)
 	fmt.Fprintln(out, f.ingest)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", f.drain)
 	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining;"+
@@ -145,6 +147,7 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
 	pg0 := pg.cpu()
 	tps, txs := runPgbench(b, dbURL)
 	f.tps, f.pgbenchPG = tps, (pg.cpu()-pg0)/float64(txs)*1000
+	f.ceiling = runPgbenchCeiling(b, dbURL)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	ingest := startBinary(b, bins, "ingest", cfg, env)
