@@ -483,7 +483,7 @@ func explainGist(b *testing.B, pool *pgxpool.Pool, s pgx.TraceQueryStartData) gi
 //   - statuses: completed 92%, ignored 5%, failed 3%, but half of the
 //     last 0.2% of the period (about 1.4 hours) processing: claims still
 //     in flight are recent;
-//   - types: eight to twelve per provider, the first of each list the
+//   - types: seven to eleven per provider, the first of each list the
 //     most common, and stripe's charge.dispute.created at 0.2% of its
 //     events;
 //   - deliveries: one per claim to its provider's route, and stripe's
