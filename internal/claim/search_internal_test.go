@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 // TestSearchNeverScansClaims plans the claims list of the operator API for
 // each filter it offers, alone, with since, and after a cursor, over a
 // table of analyzed claims of several providers, statuses and types: none
-// may read the claim table by a sequential scan.
+// may read the claim table by a sequential scan. A type glob and an event
+// id prefix that few claims match must go through their prefix indexes:
+// walking the newest-first index instead reads every claim to fill a page.
 func TestSearchNeverScansClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -21,7 +24,8 @@ func TestSearchNeverScansClaims(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, first_seen_at, completed_at)
 SELECT (ARRAY['stripe', 'github', 'shopify', 'acme'])[g % 4 + 1], 'evt_' || g,
-       (ARRAY['invoice.paid', 'invoice.created', 'customer.updated', 'charge.refunded', 'push'])[g % 5 + 1],
+       CASE WHEN g % 1000 = 0 THEN 'charge.dispute.created'
+            ELSE (ARRAY['invoice.paid', 'invoice.created', 'customer.updated', 'charge.refunded', 'push'])[g % 5 + 1] END,
        CASE WHEN g % 50 = 0 THEN 'failed' WHEN g % 70 = 0 THEN 'processing' ELSE 'completed' END,
        '{}', 'application/json', now() - make_interval(secs => g),
        CASE WHEN g % 50 <> 0 AND g % 70 <> 0 THEN now() END
@@ -38,26 +42,39 @@ FROM webhook_event_claims`,
 	}
 	since := time.Now().Add(-time.Hour)
 	after := &Position{FirstSeenAt: time.Now().Add(-2 * time.Hour), Provider: "stripe", EventID: "evt_7200"}
+	prefixIndex := map[string]string{
+		"type glob, rare": "webhook_event_claims_type_pattern_idx",
+		"event id, one":   "webhook_event_claims_event_id_pattern_idx",
+		"event id, a few": "webhook_event_claims_event_id_pattern_idx",
+	}
 	for name, f := range map[string]Search{
-		"none":          {},
-		"status":        {Status: Failed},
-		"provider":      {Provider: "acme"},
-		"route":         {Route: "ship"},
-		"type":          {Type: "charge.refunded"},
-		"type glob":     {Type: "invoice.*"},
-		"event id":      {EventIDPrefix: "evt_12"},
-		"business key":  {BusinessKey: `["cus_1"]`},
-		"before":        {Before: since},
-		"all":           {Status: Failed, Provider: "stripe", Route: "ship", Type: "invoice.*", EventIDPrefix: "evt_1", BusinessKey: `["x"]`, Before: time.Now()},
-		"status cursor": {Status: Failed, After: after, Limit: 500},
+		"type glob, rare": {Type: "charge.dispute.*"},
+		"event id, one":   {EventIDPrefix: "evt_12345"},
+		"event id, a few": {EventIDPrefix: "evt_2345"},
+		"none":            {},
+		"status":          {Status: Failed},
+		"provider":        {Provider: "acme"},
+		"route":           {Route: "ship"},
+		"type":            {Type: "charge.refunded"},
+		"type glob":       {Type: "invoice.*"},
+		"event id":        {EventIDPrefix: "evt_12"},
+		"business key":    {BusinessKey: `["cus_1"]`},
+		"before":          {Before: since},
+		"all":             {Status: Failed, Provider: "stripe", Route: "ship", Type: "invoice.*", EventIDPrefix: "evt_1", BusinessKey: `["x"]`, Before: time.Now()},
+		"status cursor":   {Status: Failed, After: after, Limit: 500},
 	} {
 		for _, withSince := range []bool{false, true} {
 			if withSince {
 				f.Since = since
 			}
 			sql, args := searchSQL(f)
-			for _, scan := range planScans(t, tx, sql, args...) {
+			scans := planScans(t, tx, sql, args...)
+			for _, scan := range scans {
 				require.Falsef(t, scan.Type == "Seq Scan", "filter %s (since %v) scans %s", name, withSince, scan.Relation)
+			}
+			if idx := prefixIndex[name]; idx != "" {
+				require.Truef(t, slices.ContainsFunc(scans, func(s scan) bool { return s.Index == idx }),
+					"filter %s (since %v) does not use %s: %v", name, withSince, idx, scans)
 			}
 		}
 	}
