@@ -1,12 +1,14 @@
 package claim_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
 // withCall is r with a history row for attempt n.
@@ -94,4 +96,45 @@ func TestAttemptHistory(t *testing.T) {
 	require.Equal(t, 1, res.Deleted)
 	rows, _ = b.attemptRows(t, "evt_h")
 	require.Equal(t, 0, rows, "deleted with the claim")
+}
+
+// Deleting claims deletes their attempt history, and nothing else's, in
+// one lookup per claim through the history's index: the rows have no
+// foreign key (migration 00016), a statement trigger on the claim table
+// deletes them, and retention deletes claims a thousand at a time.
+func TestAttemptHistoryLeavesWithItsClaims(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tx := dbtest.Tx(t)
+	const n = 2000
+	for _, q := range []string{
+		fmt.Sprintf(`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, completed_at)
+SELECT 'stripe', 'evt_' || g, 'invoice.paid', 'completed', '{}', 'application/json', now() FROM generate_series(1, %d) g`, n),
+		fmt.Sprintf(`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
+SELECT 'stripe', 'evt_' || g, r, 'completed', now() FROM generate_series(1, %d) g, unnest('{ship,ledger}'::text[]) r`, n),
+		`INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code)
+SELECT provider, event_id, route, a, now(), 3, 200 FROM webhook_deliveries, generate_series(1, 2) a`,
+		`ANALYZE webhook_event_claims, webhook_deliveries, webhook_attempts`,
+	} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	var seqBefore int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(seq_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'webhook_attempts'`).Scan(&seqBefore))
+	tag, err := tx.Exec(ctx, `DELETE FROM webhook_event_claims WHERE provider = 'stripe' AND event_id IN (SELECT 'evt_' || g FROM generate_series(1, $1::int) g)`, n/2)
+	require.NoError(t, err)
+	require.EqualValues(t, n/2, tag.RowsAffected())
+	var seqAfter int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(seq_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'webhook_attempts'`).Scan(&seqAfter))
+	require.Equal(t, seqBefore, seqAfter, "deleting claims scanned the whole attempt history")
+
+	var gone, kept, keptDeliveries int
+	require.NoError(t, tx.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM webhook_event_claims c WHERE c.provider = a.provider AND c.event_id = a.event_id)),
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM webhook_event_claims c WHERE c.provider = a.provider AND c.event_id = a.event_id)),
+       (SELECT count(*) FROM webhook_deliveries)
+FROM webhook_attempts a`).Scan(&gone, &kept, &keptDeliveries))
+	require.Zero(t, gone, "history rows outlived their claims")
+	require.Equal(t, n/2*2*2, kept, "the other claims' history rows are all kept")
+	require.Equal(t, n/2*2, keptDeliveries)
 }
