@@ -1,0 +1,374 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/proctest"
+)
+
+// defaultRelease is the last release, BenchmarkRelease's default
+// BENCH_RELEASE: main as it was before the jq bounds and the redaction of
+// echoed secrets.
+const defaultRelease = "70d9d2a"
+
+// releaseFilter is the route filter of BenchmarkRelease's ingest phase: the
+// event's type and fields nested in its object. It matches every event sent.
+const releaseFilter = `.type == "checkout.session.completed" and .data.object.metadata.ship == "true" and ` +
+	`.data.object.amount_total > 0 and (.data.object.shipping_details.address.country | IN("GB", "FR", "DE"))`
+
+// releaseConfig is one config both builds accept (only keys the release
+// knows): a provider whose route has a filter, for ingest alone, and one
+// whose route has a body program, for the worker's drain. Each phase posts
+// to its own provider, so ingest's phase leaves nothing the drain reaches.
+const releaseConfig = `
+worker:
+  concurrency: %d
+providers:
+  - name: stripe
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+    replay_guard: "off"
+  - name: shop
+    scheme: stripe
+    secrets_env: [BENCH_STRIPE]
+    replay_guard: "off"
+routes:
+  - name: fulfil
+    provider: stripe
+    events: ["checkout.session.*"]
+    filter: '%s'
+    url: %s/fulfil
+  - name: ship
+    provider: shop
+    events: ["checkout.session.*"]
+    body: '%s'
+    url: %s/ship
+`
+
+// build is one build of ingest and worker with a database of its own,
+// migrated by its own binary, and a downstream of its own.
+type build struct {
+	name   string
+	dir    string // holds ingest and worker
+	url    string // DATABASE_URL
+	pool   *pgxpool.Pool
+	down   *sink
+	cfg    string
+	ingest *process
+	sent   int // events sent to the ship route so far
+	// CPU-seconds of ingest over its turns, and of the workers over
+	// theirs; and of the Postgres backends serving the build's database
+	// meanwhile.
+	ingestCPU, workerCPU float64
+	ingestPG, workerPG   float64
+	server               server
+	dbName               string
+}
+
+// pgCPU returns the CPU-seconds used so far by the Postgres backends alive
+// now that serve bd's database (their process title names it), so that
+// other work on the server is not counted.
+func (bd *build) pgCPU() float64 {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	parent := strconv.Itoa(bd.server.pid)
+	total := 0.0
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		if len(f) < 2 || f[1] != parent {
+			continue
+		}
+		title, err := os.ReadFile(filepath.Join(filepath.Dir(path), "cmdline"))
+		if err != nil || !slices.Contains(strings.Fields(strings.ReplaceAll(string(title), "\x00", " ")), bd.dbName) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		total += cpuOf(pid)
+	}
+	return total
+}
+
+func (bd *build) env() []string {
+	return []string{"DATABASE_URL=" + bd.url, "BENCH_STRIPE=" + benchSecret}
+}
+
+// BenchmarkRelease measures this tree against the last release
+// (BENCH_RELEASE, a git revision, default defaultRelease), black-box, in
+// one run: each build's binaries on a database of its own, migrated by
+// that build's `ingest migrate`, with the same config.
+//
+//   - the drain with a body: events accepted beforehand by the build's own
+//     ingest, then drained by its worker to an instant downstream through a
+//     route whose body program builds a shipping API's request from a
+//     Stripe checkout; the rate between the first and last completion. It
+//     checks each build's downstream saw every event exactly once;
+//   - ingest with a filter: ingest alone (no worker), 64 keep-alive
+//     senders, unique Stripe-signed checkouts to a route whose filter
+//     reads the type and nested fields (and matches); it checks each event
+//     left its delivery.
+//
+// Each kind runs four times, taking turns, release, today, today, release,
+// each build read as its two turns together, so that drift in the
+// machine's load falls on both alike. The drains run first: ingest's
+// phase leaves deliveries no worker is to drain. Besides the rates, it
+// reports each binary's CPU per event and that of the Postgres backends
+// serving its database. It prints today/release last; the target is >= 0.95
+// for both. BENCH_RELEASE_EVENTS (default
+// 10000) events per turn. It needs the repository's git history.
+func BenchmarkRelease(b *testing.B) {
+	n := envInt("BENCH_RELEASE_EVENTS", 10000)
+	rev := os.Getenv("BENCH_RELEASE")
+	if rev == "" {
+		rev = defaultRelease
+	}
+	release := &build{name: "release " + rev, dir: buildRevision(b, rev)}
+	today := &build{name: "today", dir: buildTree(b, filepath.Join("..", ".."))}
+	for _, bd := range []*build{release, today} {
+		setUpBuild(b, bd)
+	}
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
+	send := func(bd *build, provider, prefix string) (phase, error) {
+		evs := make([]signedEvent, n)
+		for i := range evs {
+			evs[i] = signCheckout(fmt.Sprintf("%s%d", prefix, i))
+		}
+		url := bd.ingest.base + "/webhooks/" + provider
+		return hammer(bd.name, n, func(i int) error { return postStripe(client, url, evs[i].body, evs[i].header) })
+	}
+	turns := []*build{release, today, today, release}
+
+	b.ResetTimer()
+	// The drain with a body.
+	drains := map[*build][]float64{}
+	for i, bd := range turns {
+		prefix := fmt.Sprintf("evt_drain%d_", i)
+		if _, err := send(bd, "shop", prefix); err != nil {
+			b.Fatalf("%s: accepting: %v", bd.name, err)
+		}
+		pg0 := bd.pgCPU()
+		worker := startBuild(b, bd, "worker")
+		bd.sent += n
+		waitDrained(b, bd.pool, bd.down, bd.sent)
+		bd.workerCPU += cpuOf(worker.pid())
+		bd.workerPG += bd.pgCPU() - pg0
+		worker.stop(b)
+		drains[bd] = append(drains[bd], spanRate(b, bd.pool, `SELECT count(*), min(completed_at), max(completed_at)
+FROM webhook_deliveries WHERE route = 'ship' AND starts_with(event_id, '`+prefix+`')`))
+	}
+	for _, bd := range []*build{release, today} {
+		if events, effects, repeated := bd.down.events(), bd.down.effects(), bd.down.repeated(); events != bd.sent || effects != bd.sent || repeated != 0 {
+			b.Fatalf("%s: the downstream saw %d events, %d keys, %d of them more than once; want %d, %d, none",
+				bd.name, events, effects, repeated, bd.sent, bd.sent)
+		}
+	}
+
+	// Ingest with a filter, the workers stopped, from tables both vacuumed
+	// after the drains: else autovacuum would fall on whichever build's
+	// turn it happened to start in.
+	for _, bd := range []*build{release, today} {
+		if _, err := bd.pool.Exec(context.Background(), `VACUUM (ANALYZE)`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ingests := map[*build]phase{}
+	var ingestTurns []phase
+	for i, bd := range turns {
+		cpu0, pg0 := cpuOf(bd.ingest.pid()), bd.pgCPU()
+		p, err := send(bd, "stripe", fmt.Sprintf("evt_filter%d_", i))
+		if err != nil {
+			b.Fatalf("%s: ingest: %v", bd.name, err)
+		}
+		bd.ingestCPU += cpuOf(bd.ingest.pid()) - cpu0
+		bd.ingestPG += bd.pgCPU() - pg0
+		ingestTurns = append(ingestTurns, p)
+		if q, ok := ingests[bd]; ok {
+			p = q.join(p)
+		}
+		ingests[bd] = p
+	}
+	b.StopTimer()
+	for _, bd := range []*build{release, today} {
+		var routed int
+		if err := bd.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries
+WHERE route = 'fulfil' AND starts_with(event_id, 'evt_filter')`).Scan(&routed); err != nil {
+			b.Fatal(err)
+		}
+		if routed != 2*n {
+			b.Fatalf("%s: %d events of the ingest phase have their delivery, want %d (the filter matches them all)", bd.name, routed, 2*n)
+		}
+	}
+
+	mean := func(r []float64) float64 { return (r[0] + r[1]) / 2 }
+	ia, it := ingests[release], ingests[today]
+	da, dt := mean(drains[release]), mean(drains[today])
+	out := os.Stdout
+	fmt.Fprintf(out, "\nagainst the last release (%s), %d events per turn, %d senders, worker.concurrency %d\n",
+		rev, n, concurrency, workerConcurrency())
+	fmt.Fprintf(out, "%-40s %12s %12s %14s\n", "", "release", "today", "today/release")
+	fmt.Fprintf(out, "%-40s %12.0f %12.0f %14.2f\n", "ingest, a filter: requests/s", ia.rate(), it.rate(), it.rate()/ia.rate())
+	fmt.Fprintf(out, "%-40s %12.2f %12.2f %14.2f\n", "ingest, a filter: p50 ms", ms(ia.pct(0.50)), ms(it.pct(0.50)), ms(it.pct(0.50))/ms(ia.pct(0.50)))
+	fmt.Fprintf(out, "%-40s %12.2f %12.2f %14.2f\n", "ingest, a filter: p99 ms", ms(ia.pct(0.99)), ms(it.pct(0.99)), ms(it.pct(0.99))/ms(ia.pct(0.99)))
+	fmt.Fprintf(out, "%-40s %12.0f %12.0f %14.2f\n", "worker drain, a body: events/s", da, dt, dt/da)
+	// CPU-ms per event: less moved by the machine's other load than the rates.
+	perEvent := func(sec float64) float64 { return sec / float64(2*n) * 1000 }
+	fmt.Fprintf(out, "%-40s %12.3f %12.3f %14.2f\n", "ingest, a filter: CPU-ms per request",
+		perEvent(release.ingestCPU), perEvent(today.ingestCPU), today.ingestCPU/release.ingestCPU)
+	fmt.Fprintf(out, "%-40s %12.3f %12.3f %14.2f\n", "  its database's backends",
+		perEvent(release.ingestPG), perEvent(today.ingestPG), today.ingestPG/release.ingestPG)
+	fmt.Fprintf(out, "%-40s %12.3f %12.3f %14.2f\n", "worker drain, a body: CPU-ms per event",
+		perEvent(release.workerCPU), perEvent(today.workerCPU), today.workerCPU/release.workerCPU)
+	fmt.Fprintf(out, "%-40s %12.3f %12.3f %14.2f\n", "  its database's backends",
+		perEvent(release.workerPG), perEvent(today.workerPG), today.workerPG/release.workerPG)
+	fmt.Fprintf(out, "turns (release, today, today, release):\n")
+	fmt.Fprintf(out, "  ingest  ")
+	for _, p := range ingestTurns {
+		fmt.Fprintf(out, "  %.0f requests/s, p99 %.0f ms;", p.rate(), ms(p.pct(0.99)))
+	}
+	fmt.Fprintf(out, "\n  drain     %.0f, %.0f, %.0f, %.0f events/s\n", drains[release][0], drains[today][0], drains[today][1], drains[release][1])
+	fmt.Fprintf(out, "\nratios, same run (target)\n")
+	fmt.Fprintf(out, "  ingest with a filter, today / release  %5.2f  (>= 0.95)\n", it.rate()/ia.rate())
+	fmt.Fprintf(out, "  drain with a body, today / release     %5.2f  (>= 0.95)\n\n", dt/da)
+	b.ReportMetric(it.rate()/ia.rate(), "ingest_today/release")
+	b.ReportMetric(dt/da, "drain_today/release")
+}
+
+// setUpBuild gives bd an empty database migrated by its own `ingest
+// migrate`, a downstream and a config of its own, and starts its ingest.
+func setUpBuild(b *testing.B, bd *build) {
+	b.Helper()
+	bd.url = dbtest.NewEmptyDB(b)
+	pool, err := pgxpool.New(context.Background(), bd.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	bd.pool = pool
+	bd.server = postmaster(b, pool)
+	if err := pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&bd.dbName); err != nil {
+		b.Fatal(err)
+	}
+	bd.down = newSink(b)
+	bd.cfg = filepath.Join(b.TempDir(), "hookgate.yaml")
+	cfg := fmt.Sprintf(releaseConfig, workerConcurrency(), releaseFilter, bd.down.URL, shipmentBody, bd.down.URL)
+	if err := os.WriteFile(bd.cfg, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	migrate := exec.Command(filepath.Join(bd.dir, "ingest"), "migrate", "--config", bd.cfg)
+	migrate.Env = append(os.Environ(), bd.env()...)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("%s: ingest migrate: %v\n%s", bd.name, err, out)
+	}
+	bd.ingest = startBuild(b, bd, "ingest")
+}
+
+// startBuild starts bd's ingest or worker with its config on a free
+// address and waits until it is healthy. What it writes goes nowhere but
+// its first lines, which are shown should it fail to start.
+func startBuild(b *testing.B, bd *build, name string) *process {
+	b.Helper()
+	addr := proctest.FreeAddr(b)
+	cmd := exec.Command(filepath.Join(bd.dir, name), "--config", bd.cfg, "--listen", addr)
+	cmd.Env = append(os.Environ(), bd.env()...)
+	head := &headWriter{max: 8 << 10}
+	cmd.Stdout, cmd.Stderr = head, head
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1), base: "http://" + addr}
+	go func() { p.done <- cmd.Wait() }()
+	b.Cleanup(func() {
+		p.stop(b)
+		if b.Failed() {
+			b.Logf("%s %s, its first output:\n%s", bd.name, name, head)
+		}
+	})
+	proctest.WaitHealthy(b, p.base+"/healthz", p.done)
+	return p
+}
+
+// headWriter keeps the first max bytes written to it and drops the rest.
+type headWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
+
+// buildRevision builds ingest and worker as they were at rev, from `git
+// archive` of the repository's history, and returns their directory.
+func buildRevision(b *testing.B, rev string) string {
+	b.Helper()
+	src := b.TempDir()
+	archive := exec.Command("sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", rev, src)
+	archive.Dir = filepath.Join("..", "..")
+	if out, err := archive.CombinedOutput(); err != nil {
+		b.Fatalf("extracting %s (BENCH_RELEASE; this needs the repository's git history): %v\n%s", rev, err, out)
+	}
+	return buildTree(b, src)
+}
+
+// buildTree builds ingest and worker from the module at src, both builds
+// alike (no build tags), and returns their directory.
+func buildTree(b *testing.B, src string) string {
+	b.Helper()
+	dir := b.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/ingest", "./cmd/worker")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building %s: %v\n%s", src, err, out)
+	}
+	return dir
+}
+
+// signCheckout is checkoutPayload for id, Stripe-signed now.
+func signCheckout(id string) signedEvent {
+	body := checkoutPayload(id)
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: benchSecret})
+	return signedEvent{body: body, header: sp.Header}
+}
+
+// repeated is how many Idempotency-Keys arrived more than once.
+func (s *sink) repeated() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := 0
+	for _, c := range s.keys {
+		if c > 1 {
+			k++
+		}
+	}
+	return k
+}
