@@ -43,7 +43,21 @@ DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_type_seen_idx;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_event_id_pattern_idx
     ON webhook_event_claims (event_id COLLATE "C");
 
+-- Two indexes that no plan of the list or the export chose over another,
+-- dropped because every index on the claim table costs each claim twice:
+-- an entry when ingest inserts it, and another when its status changes
+-- (a status is indexed, so that update is never HOT). first_seen_idx
+-- orders by first_seen_at alone, as migration 12's keyset index does with
+-- its ties broken besides; provider_seen_idx lost to the walk newest first
+-- with the provider tested on the keyset index's entries (BenchmarkClaimsList).
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_first_seen_idx;
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_provider_seen_idx;
+
 -- +goose Down
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_provider_seen_idx
+    ON webhook_event_claims (provider, first_seen_at, event_id);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_first_seen_idx
+    ON webhook_event_claims (first_seen_at DESC);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_type_seen_idx
     ON webhook_event_claims (event_type, first_seen_at);
 DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_event_id_pattern_idx;
