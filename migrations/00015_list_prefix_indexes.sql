@@ -14,7 +14,8 @@ DECLARE
 BEGIN
     FOR idx IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
         WHERE NOT i.indisvalid AND c.relname IN ('webhook_event_claims_type_pattern_idx',
-            'webhook_event_claims_event_id_pattern_idx')
+            'webhook_event_claims_event_id_pattern_idx', 'webhook_event_claims_settled_seen_idx',
+            'webhook_event_claims_failed_updated_idx')
     LOOP
         EXECUTE format('DROP INDEX %I', idx);
     END LOOP;
@@ -44,7 +45,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_event_id_pattern_id
     ON webhook_event_claims (event_id COLLATE "C");
 
 -- Two indexes that no plan of the list or the export chose over another,
--- dropped because every index on the claim table costs each claim twice:
+-- dropped because most indexes on the claim table cost each claim twice:
 -- an entry when ingest inserts it, and another when its status changes
 -- (a status is indexed, so that update is never HOT). first_seen_idx
 -- orders by first_seen_at alone, as migration 12's keyset index does with
@@ -53,7 +54,28 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_event_id_pattern_id
 DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_first_seen_idx;
 DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_provider_seen_idx;
 
+-- The two status indexes become partial, holding only the claims of the
+-- statuses they are asked for, so that neither ingest's insert of a
+-- processing claim nor the worker's completion of it writes an entry to
+-- them: processing claims are served by migration 1's processing_idx,
+-- completed ones (nearly all) by walking the keyset index. The list's
+-- failed and ignored claims, newest first:
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_settled_seen_idx
+    ON webhook_event_claims (status, first_seen_at, provider, event_id) WHERE status IN ('failed', 'ignored');
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_status_seen_idx;
+-- `claims retry --status failed` and the console's bulk retry, oldest
+-- failure first (Store.FailedKeys):
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_failed_updated_idx
+    ON webhook_event_claims (updated_at, provider, event_id) WHERE status = 'failed';
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_status_updated_idx;
+
 -- +goose Down
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_status_updated_idx
+    ON webhook_event_claims (status, updated_at);
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_failed_updated_idx;
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_status_seen_idx
+    ON webhook_event_claims (status, first_seen_at, provider, event_id);
+DROP INDEX CONCURRENTLY IF EXISTS webhook_event_claims_settled_seen_idx;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_provider_seen_idx
     ON webhook_event_claims (provider, first_seen_at, event_id);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_event_claims_first_seen_idx

@@ -43,18 +43,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+claimColumns+` FROM webhook_event_claims
-WHERE ($1 = '' OR status = $1) AND ($2 = '' OR provider = $2)
-ORDER BY first_seen_at DESC, provider, event_id
-LIMIT $3`, string(f.Status), f.Provider, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("listing claims: %w", err)
-	}
-	claims, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Record])
-	if err != nil {
-		return nil, fmt.Errorf("listing claims: %w", err)
-	}
-	return claims, nil
+	return s.SearchClaims(ctx, Search{Status: f.Status, Provider: f.Provider, Limit: f.Limit})
 }
 
 // Get returns one claim and its deliveries (without payload).
@@ -106,6 +95,13 @@ WHERE status = 'failed' AND ($1 = '' OR provider = $1) ORDER BY updated_at LIMIT
 // reopenBatch is how many failed claims ReopenFailed reads at a time.
 const reopenBatch = 500
 
+// failedKeysSQL reads a page of failedPage, through the partial index of
+// failed claims in (updated_at, provider, event_id) order.
+const failedKeysSQL = `SELECT updated_at, provider, event_id FROM webhook_event_claims
+WHERE status = 'failed' AND ($1 = '' OR provider = $1) AND updated_at <= $2
+  AND ($3::timestamptz IS NULL OR (updated_at, provider, event_id) > ($3, $4, $5))
+ORDER BY updated_at, provider, event_id LIMIT $6`
+
 // failedPage is a page of the failed claims that failed no later than
 // before, optionally of one provider, in (updated_at, provider, event_id)
 // order after the cursor after (none when nil): keyset pagination, so a
@@ -116,10 +112,7 @@ func (s *Store) failedPage(ctx context.Context, provider string, before time.Tim
 	if after != nil {
 		at, p, id = &after.UpdatedAt, after.Provider, after.EventID
 	}
-	rows, err := s.db.Query(ctx, `SELECT updated_at, provider, event_id FROM webhook_event_claims
-WHERE status = 'failed' AND ($1 = '' OR provider = $1) AND updated_at <= $2
-  AND ($3::timestamptz IS NULL OR (updated_at, provider, event_id) > ($3, $4, $5))
-ORDER BY updated_at, provider, event_id LIMIT $6`, provider, before, at, p, id, limit)
+	rows, err := s.db.Query(ctx, failedKeysSQL, provider, before, at, p, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing failed claims: %w", err)
 	}

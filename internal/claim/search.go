@@ -57,6 +57,11 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
+// statusLiterals are the claim statuses as SQL literals.
+var statusLiterals = map[Status]string{
+	Processing: "'processing'", Completed: "'completed'", Failed: "'failed'", Ignored: "'ignored'",
+}
+
 // searchWhere returns the conditions f sets over webhook_event_claims c,
 // with their parameters appended to params; limit and order excluded.
 func searchWhere(f Search, params *[]any) []string {
@@ -66,7 +71,14 @@ func searchWhere(f Search, params *[]any) []string {
 	}
 	var where []string
 	if f.Status != "" {
-		where = append(where, "c.status = "+arg(string(f.Status)))
+		// A known status is written as a literal, not a parameter: the
+		// claim table's status indexes are partial (migration 15), and a
+		// generic plan of "status = $1" could use none of them.
+		if lit, ok := statusLiterals[f.Status]; ok {
+			where = append(where, "c.status = "+lit)
+		} else {
+			where = append(where, "c.status = "+arg(string(f.Status)))
+		}
 	}
 	if f.Provider != "" {
 		where = append(where, "c.provider = "+arg(f.Provider))
