@@ -302,11 +302,14 @@ WHERE route = $1 AND status = 'processing' AND starts_with(event_id, $2)`, kind.
 	fmt.Fprintf(out, "  ingest, plain, today / release                  %5.2f  (>= 0.97)\n", ratio(0))
 	fmt.Fprintf(out, "  ingest with a filter, today / release           %5.2f  (>= 0.95)\n", ratio(1))
 	fmt.Fprintf(out, "  ingest, a filter and a business key, t / r      %5.2f  (the body parsed once: above the plain ratio)\n", ratio(2))
+	cpuRatio := func(k int) float64 { return ingestCPU[k][today][0] / ingestCPU[k][release][0] }
+	fmt.Fprintf(out, "    ingest's CPU per request, t / r              %5.2f  (the body parsed once: below the plain %.2f)\n", cpuRatio(2), cpuRatio(0))
 	fmt.Fprintf(out, "  drain, raw relay, today / release               %5.2f  (>= 0.97)\n", drainRatio(0))
 	fmt.Fprintf(out, "  drain with a body, today / release              %5.2f  (>= 0.95)\n\n", drainRatio(1))
 	b.ReportMetric(ratio(0), "ingest_plain_today/release")
 	b.ReportMetric(ratio(1), "ingest_today/release")
 	b.ReportMetric(ratio(2), "ingest_keyed_today/release")
+	b.ReportMetric(cpuRatio(2), "ingest_keyed_cpu_today/release")
 	b.ReportMetric(drainRatio(0), "drain_relay_today/release")
 	b.ReportMetric(drainRatio(1), "drain_today/release")
 }
