@@ -34,6 +34,8 @@ type program struct {
 	code *gojq.Code
 	// literals are the program's string constants, which its errors may quote.
 	literals map[string]bool
+	// timeout bounds one evaluation; zero means EvalTimeout.
+	timeout time.Duration
 }
 
 // noNow shadows jq's now in body programs: the bytes of a delivery must be
@@ -79,7 +81,11 @@ func compile(key, src string, deterministic bool) (*program, error) {
 // not the program's fault.
 func (p *program) run(ctx context.Context, in any, inputSize int, ev, results map[string]any, yield func(v any) bool) error {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
+	timeout := p.timeout
+	if timeout == 0 {
+		timeout = EvalTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	iter := p.code.RunWithContext(ctx, in, ev, results, newBudget(inputSize))
 	for {
@@ -92,7 +98,7 @@ func (p *program) run(ctx context.Context, in any, inputSize int, ev, results ma
 			case parent.Err() != nil:
 				return &stopped{err: parent.Err()}
 			case errors.Is(err, context.DeadlineExceeded):
-				return fmt.Errorf("%s: took longer than %s", p.key, EvalTimeout)
+				return fmt.Errorf("%s: took longer than %s", p.key, timeout)
 			}
 			return fmt.Errorf("%s: %s", p.key, describe(err, p.literals))
 		}
