@@ -93,7 +93,7 @@ type privateFigures struct {
 	ingest               phase
 	ingestCPU, ingestPG  float64 // per 1,000 events accepted
 	drain                float64
-	ceiling              float64 // events/s of pgbenchCeilingScript
+	ceiling, setCeiling  float64 // events/s of pgbenchCeilingScript, pgbenchSetCeilingScript
 	workerCPU, workerPG  float64 // per 1,000 events drained
 	ingestRSS, workerRSS int
 	durable              string
@@ -103,6 +103,7 @@ func (f privateFigures) print(out io.Writer) {
 	fmt.Fprintf(out, "\nprivate cluster (%s), worker.concurrency %d\n", f.durable, workerConcurrency())
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", f.tps)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), f.ceiling)
+	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "the same, set-based, as ingest writes", f.setCeiling)
 	fmt.Fprintln(out, f.ingest)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", f.drain)
 	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining;"+
@@ -147,7 +148,7 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
 	pg0 := pg.cpu()
 	tps, txs := runPgbench(b, dbURL)
 	f.tps, f.pgbenchPG = tps, (pg.cpu()-pg0)/float64(txs)*1000
-	f.ceiling = runPgbenchCeiling(b, dbURL)
+	f.ceiling, f.setCeiling = runPgbenchCeiling(b, dbURL), runPgbenchSetCeiling(b, dbURL)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	ingest := startBinary(b, bins, "ingest", cfg, env)
