@@ -8,7 +8,7 @@
 -- time (EXPLAIN ANALYZE: 0.8-0.9 ms of 1.8-2.1 ms for 128 rows). What the
 -- key guarded holds without it:
 --   - a row is only inserted for a delivery that exists and is processing,
---     while its claim's lock is held (attemptHistorySQL), and a delivery is
+--     while its claim's lock is held (recordAttemptsSQL), and a delivery is
 --     only ever deleted with its claim, under that same lock;
 --   - deleting claims deletes their rows, in the same statement as their
 --     deliveries' cascade, whichever statement deletes them.

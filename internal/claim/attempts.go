@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // AttemptRecord is one row of a delivery's attempt history.
@@ -23,70 +22,33 @@ type AttemptRecord struct {
 	Response *string `json:"response,omitempty"`
 }
 
-// attemptHistorySQL writes the attempt history rows of the attempts that
-// recordAttemptsSQL, queued right after it in the same transaction, will
-// record: those whose delivery is processing and, when they name their
-// job, whose job still runs that attempt. The claims' locks (and the
-// jobs', in EndJobs) are held, so nothing can change either between the
-// two statements, and both see the same set. Each delivery is found by its
-// primary key, as in recordAttemptsSQL.
-var attemptHistorySQL = `
-INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
-SELECT v.provider, v.event_id, v.route, v.attempt, v.started_at, v.duration_ms, v.status_code, v.error, v.response
-FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[], $7::int[], $8::text[], $9::text[],
-            $10::bigint[], $11::int[])
-    AS v(provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response, job, job_attempt)
-CROSS JOIN LATERAL (
-    SELECT x.status FROM webhook_deliveries x
-    WHERE x.provider = v.provider AND x.event_id = v.event_id AND x.route = v.route
-    LIMIT 1) x
-WHERE x.status = 'processing'
-  AND (v.job IS NULL OR ` + riverTables{}.jobRunningSQL("v.job", "v.job_attempt") + `)`
+// callColumns are the history columns of a batch of attempts, one entry
+// per attempt, as recordAttemptsSQL takes them ($11 to $15): NULL where the
+// attempt made no call. The error of a history row is its attempt's.
+type callColumns struct {
+	nums, durations []*int32
+	starts          []*time.Time
+	statuses        []*int32
+	responses       []*string
+}
 
-// queueAttemptHistory queues attemptHistorySQL for the attempts that made
-// a call, before queueRecordAttempts queues their outcomes. It queues
-// nothing when none did.
-func queueAttemptHistory(b *pgx.Batch, attempts []Attempt, jobs []JobRun) {
-	var (
-		providers, ids, routes []string
-		nums, durations        []int32
-		starts                 []time.Time
-		statuses               []*int32
-		errs, responses        []*string
-		jobIDs                 []*int64
-		jobAttempts            []int32
-	)
-	for i, a := range attempts {
-		c := a.Result.Call
-		if c == nil {
-			continue
-		}
-		providers, ids, routes = append(providers, a.Key.Provider), append(ids, a.Key.EventID), append(routes, a.Key.Route)
-		nums, starts = append(nums, int32(c.Attempt)), append(starts, c.StartedAt)
-		durations = append(durations, int32(min(c.Duration.Milliseconds(), 1<<31-1)))
-		var status *int32
-		if c.Status != 0 {
-			s := int32(c.Status)
-			status = &s
-		}
-		statuses = append(statuses, status)
-		var e *string
-		if a.Result.Error != "" {
-			e = &a.Result.Error
-		}
-		errs, responses = append(errs, e), append(responses, c.Response)
-		var job *int64
-		var jobAttempt int32
-		if jobs != nil {
-			job, jobAttempt = &jobs[i].ID, int32(jobs[i].Attempt)
-		}
-		jobIDs, jobAttempts = append(jobIDs, job), append(jobAttempts, jobAttempt)
-	}
-	if len(providers) == 0 {
+func newCallColumns(n int) callColumns {
+	return callColumns{nums: make([]*int32, n), durations: make([]*int32, n), starts: make([]*time.Time, n),
+		statuses: make([]*int32, n), responses: make([]*string, n)}
+}
+
+// set fills entry i from c; a nil c (no call) leaves it NULL.
+func (cc callColumns) set(i int, c *Call) {
+	if c == nil {
 		return
 	}
-	b.Queue(attemptHistorySQL, providers, ids, routes, nums, starts, durations, statuses, errs, responses, jobIDs, jobAttempts).
-		Exec(func(pgconn.CommandTag) error { return nil })
+	num, dur, start := int32(c.Attempt), int32(min(c.Duration.Milliseconds(), 1<<31-1)), c.StartedAt
+	cc.nums[i], cc.durations[i], cc.starts[i] = &num, &dur, &start
+	if c.Status != 0 {
+		s := int32(c.Status)
+		cc.statuses[i] = &s
+	}
+	cc.responses[i] = c.Response
 }
 
 // attemptsSQL reads the attempt history of one claim's deliveries, in

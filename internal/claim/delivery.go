@@ -244,7 +244,6 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		var b pgx.Batch
 		queueLockClaims(&b, attempts)
 		s.river().JobLockRunningMany(&b, jobs)
-		queueAttemptHistory(&b, attempts, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
 		live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
 		if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
@@ -259,7 +258,6 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		var b pgx.Batch
 		queueLockClaims(&b, attempts)
 		tx.river().JobLockRunningMany(&b, jobs)
-		queueAttemptHistory(&b, attempts, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
 		released := queueRelease(&b, claims)
 		live = tx.river().JobCompleteRunningMany(&b, jobs, time.Now())
@@ -354,7 +352,6 @@ func (s *Store) claimExists(ctx context.Context, k Key) (bool, error) {
 func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) ([]bool, error) {
 	var b pgx.Batch
 	queueLockClaims(&b, attempts)
-	queueAttemptHistory(&b, attempts, nil)
 	recorded := queueRecordAttempts(&b, attempts, nil)
 	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("recording %d attempts: %w", len(attempts), err)
@@ -375,15 +372,18 @@ func queueLockClaims(b *pgx.Batch, attempts []Attempt) {
 // queueRecordAttempts queues the statement that records attempts, after
 // their claims' locks: each delivery still processing (and, when jobs is
 // not nil, whose job jobs[i] is still running that attempt) is updated and
-// its claim rolled up. The returned slice says which were recorded once
-// the batch has run.
+// its claim rolled up, and the attempts that made a call get their
+// history row. The returned slice says which were recorded once the batch
+// has run.
 func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool {
 	n := len(attempts)
 	providers, ids, routes := make([]string, n), make([]string, n), make([]string, n)
 	statuses, counts, errs, spent := make([]string, n), make([]int32, n), make([]*string, n), make([]int32, n)
 	results := make([]*string, n)
 	jobIDs, jobAttempts := make([]*int64, n), make([]int32, n)
+	calls := newCallColumns(n)
 	for i, a := range attempts {
+		calls.set(i, a.Result.Call)
 		spent[i] = int32(a.Result.Spent)
 		providers[i], ids[i], routes[i] = a.Key.Provider, a.Key.EventID, a.Key.Route
 		statuses[i] = string(a.Result.Status)
@@ -402,7 +402,8 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 		}
 	}
 	recorded := make([]bool, n)
-	b.Queue(recordAttemptsSQL, providers, ids, routes, statuses, counts, errs, spent, results, jobIDs, jobAttempts).
+	b.Queue(recordAttemptsSQL, providers, ids, routes, statuses, counts, errs, spent, results, jobIDs, jobAttempts,
+		calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses).
 		Query(func(rows pgx.Rows) error {
 			nums, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 			if err != nil {
@@ -435,6 +436,11 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // An attempt that names its job ($9, $10) is recorded only while that job
 // is still running that attempt (River's fence; riverTables.jobRunningSQL).
 //
+// An attempt that made a call ($11 not NULL) gets its row of history
+// (webhook_attempts) from the same statement, for exactly the deliveries
+// it records: the history needs no lookups of its own, and no row is ever
+// written for an attempt that was not recorded.
+//
 // The roll-up recomputes each claim's status from its deliveries:
 // completed once all are completed or skipped, failed once one failed and
 // none is processing, else processing (waiting is not done). It adds the attempts just recorded
@@ -465,6 +471,13 @@ WITH v AS (
     FROM v
     WHERE d.ctid = v.tid
     RETURNING v.i, d.provider, d.event_id, d.route, d.status, v.attempts, v.error
+), history AS (
+    INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
+    SELECT r.provider, r.event_id, r.route, h.attempt, h.started_at, h.duration_ms, h.status_code, r.error, h.response
+    FROM recorded r
+    JOIN unnest($11::int[], $12::timestamptz[], $13::int[], $14::int[], $15::text[])
+        WITH ORDINALITY AS h(attempt, started_at, duration_ms, status_code, response, i) ON h.i = r.i
+    WHERE h.attempt IS NOT NULL
 ), claims AS (
     SELECT provider, event_id, sum(attempts) AS attempts,
            (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error

@@ -53,6 +53,11 @@ SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate
 	}
 	require.NoError(t, tx.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM river_job ORDER BY id DESC LIMIT $1) j`, batch).Scan(&jobs))
 	nulls := make([]*string, batch)
+	calls := newCallColumns(batch)
+	for i := range batch {
+		response := "ok"
+		calls.set(i, &Call{Attempt: 1, StartedAt: time.Now(), Status: 200, Response: &response})
+	}
 	for _, s := range []struct {
 		name string
 		sql  string
@@ -61,7 +66,8 @@ SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate
 		{"loading deliveries", loadDeliveriesSQL, []any{providers, ids, routes}},
 		{"locking claims", lockClaimsSQL, []any{providers, ids}},
 		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
-		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts}},
+		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts,
+			calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses}},
 		{"completing jobs", completeJobsSQL, []any{jobs, attempts, time.Now()}},
 		{"releasing waiting deliveries", releaseSQL, []any{providers, ids}},
 	} {
