@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82/webhook"
 
@@ -173,6 +174,11 @@ func BenchmarkRelease(b *testing.B) {
 	for _, bd := range []*build{release, today} {
 		setUpBuild(b, bd)
 	}
+	indexes := "the release's own"
+	if os.Getenv("BENCH_RELEASE_INDEXES") == "today" {
+		matchIndexes(b, release, today)
+		indexes = "today's"
+	}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	send := func(bd *build, provider, prefix string) (phase, error) {
@@ -265,8 +271,8 @@ WHERE route = $1 AND status = 'processing' AND starts_with(event_id, $2)`, kind.
 	// CPU-ms per event: less moved by the machine's other load than the rates.
 	perEvent := func(sec float64) float64 { return sec / float64(2*n) * 1000 }
 	out := os.Stdout
-	fmt.Fprintf(out, "\nagainst the last release (%s), %d events per turn, %d senders, worker.concurrency %d\n",
-		rev, n, concurrency, workerConcurrency())
+	fmt.Fprintf(out, "\nagainst the last release (%s; its claim and delivery tables with %s indexes), %d events per turn, %d senders, worker.concurrency %d\n",
+		rev, indexes, n, concurrency, workerConcurrency())
 	fmt.Fprintf(out, "%-48s %12s %12s %14s\n", "", "release", "today", "today/release")
 	row := func(name, format string, r, t float64) {
 		fmt.Fprintf(out, "%-48s "+format+" "+format+" %14.2f\n", name, r, t, t/r)
@@ -312,6 +318,44 @@ WHERE route = $1 AND status = 'processing' AND starts_with(event_id, $2)`, kind.
 	b.ReportMetric(cpuRatio(2), "ingest_keyed_cpu_today/release")
 	b.ReportMetric(drainRatio(0), "drain_relay_today/release")
 	b.ReportMetric(drainRatio(1), "drain_today/release")
+}
+
+// matchIndexes gives the claim and delivery tables of dst's database the
+// indexes of src's, by name (BENCH_RELEASE_INDEXES=today): the release then
+// pays for the same indexes as today's build, so that what is left between
+// the two is their code and statements.
+func matchIndexes(b *testing.B, dst, src *build) {
+	b.Helper()
+	ctx := context.Background()
+	defs := func(bd *build) map[string]string {
+		rows, err := bd.pool.Query(ctx, `SELECT i.indexname, i.indexdef FROM pg_indexes i
+WHERE i.tablename IN ('webhook_event_claims', 'webhook_deliveries')
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := map[string]string{}
+		var name, def string
+		if _, err := pgx.ForEachRow(rows, []any{&name, &def}, func() error { m[name] = def; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	have, want := defs(dst), defs(src)
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			if _, err := dst.pool.Exec(ctx, `DROP INDEX `+pgx.Identifier{name}.Sanitize()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for name, def := range want {
+		if _, ok := have[name]; !ok {
+			if _, err := dst.pool.Exec(ctx, def); err != nil {
+				b.Fatalf("%s: %v", def, err)
+			}
+		}
+	}
 }
 
 // setUpBuild gives bd an empty database migrated by its own `ingest
