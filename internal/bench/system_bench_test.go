@@ -25,49 +25,12 @@ import (
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
-// pgbenchScript is the per-event transaction ingest commits for a new
-// event with one route, written out for pgbench: the claim statement with
-// its delivery (claimSQL), and one River job row. Its jobs go to a queue no
+// pgbenchEventSQL is ingest's writes for a new event with one route, the
+// event id given as a SQL expression: the claim statement with its
+// delivery (claimSQL), and one River job row. Its jobs go to a queue no
 // worker serves. River's insert NOTIFY is left out, which favours pgbench.
-const pgbenchScript = `\set r random(1, 9000000000000000000)
-BEGIN;
-WITH claim AS (
-    INSERT INTO webhook_event_claims (provider, event_id, event_type, object_id, status, payload, content_type)
-    VALUES ('pgbench', 'pg_' || :client_id || '_' || :r, 'invoice.paid', 'in_1', 'processing',
-            convert_to('{"id": "evt", "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}}', 'UTF8'),
-            'application/json')
-    ON CONFLICT (provider, event_id) DO NOTHING
-    RETURNING provider, event_id
-), deliveries AS (
-    INSERT INTO webhook_deliveries (provider, event_id, route, status)
-    SELECT provider, event_id, 'sink', 'processing' FROM claim
-)
-SELECT count(*) FROM claim;
-INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, tags, metadata)
-VALUES (jsonb_build_object('provider', 'pgbench', 'event_id', 'pg_' || :client_id || '_' || :r, 'route', 'sink'),
-        'bench.pgbench', 10, 1, 'bench_pgbench', 'available', now(), '{}', '{}');
-COMMIT;
-`
-
-// ceilingEvents and ceilingClients shape the batched-commit ceiling: the
-// writes of ceilingEvents events in one transaction, as ingest's group
-// commit makes them, from ceilingClients pgbench clients.
-const ceilingEvents, ceilingClients = 16, 8
-
-// pgbenchCeilingScript is the batched-commit ceiling: pgbenchScript's two
-// statements for each of ceilingEvents events, in one transaction. Its
-// rate in events per second (transactions × ceilingEvents) is what the
-// same writes reach with one commit per 16 events, without HTTP,
-// verification or the batching's wait.
-var pgbenchCeilingScript = func() string {
-	var b strings.Builder
-	for i := range ceilingEvents {
-		fmt.Fprintf(&b, "\\set r%d random(1, 9000000000000000000)\n", i)
-	}
-	b.WriteString("BEGIN;\n")
-	for i := range ceilingEvents {
-		id := fmt.Sprintf("'pgc_' || :client_id || '_' || :r%d", i)
-		fmt.Fprintf(&b, `WITH claim AS (
+func pgbenchEventSQL(id string) string {
+	return fmt.Sprintf(`WITH claim AS (
     INSERT INTO webhook_event_claims (provider, event_id, event_type, object_id, status, payload, content_type)
     VALUES ('pgbench', %[1]s, 'invoice.paid', 'in_1', 'processing',
             convert_to('{"id": "evt", "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}}', 'UTF8'),
@@ -83,6 +46,31 @@ INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, schedul
 VALUES (jsonb_build_object('provider', 'pgbench', 'event_id', %[1]s, 'route', 'sink'),
         'bench.pgbench', 10, 1, 'bench_pgbench', 'available', now(), '{}', '{}');
 `, id)
+}
+
+// pgbenchScript is the per-event transaction ingest commits for a new
+// event with one route, written out for pgbench (pgbenchEventSQL).
+var pgbenchScript = "\\set r random(1, 9000000000000000000)\nBEGIN;\n" +
+	pgbenchEventSQL("'pg_' || :client_id || '_' || :r") + "COMMIT;\n"
+
+// ceilingEvents and ceilingClients shape the batched-commit ceiling: the
+// writes of ceilingEvents events in one transaction, as ingest's group
+// commit makes them, from ceilingClients pgbench clients.
+const ceilingEvents, ceilingClients = 16, 8
+
+// pgbenchCeilingScript is the batched-commit ceiling: pgbenchEventSQL for
+// each of ceilingEvents events, in one transaction. Its rate in events per
+// second (transactions × ceilingEvents) is what the same writes reach with
+// one commit per 16 events, without HTTP, verification or the batching's
+// wait.
+var pgbenchCeilingScript = func() string {
+	var b strings.Builder
+	for i := range ceilingEvents {
+		fmt.Fprintf(&b, "\\set r%d random(1, 9000000000000000000)\n", i)
+	}
+	b.WriteString("BEGIN;\n")
+	for i := range ceilingEvents {
+		b.WriteString(pgbenchEventSQL(fmt.Sprintf("'pgc_' || :client_id || '_' || :r%d", i)))
 	}
 	b.WriteString("COMMIT;\n")
 	return b.String()
