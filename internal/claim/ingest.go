@@ -305,9 +305,12 @@ WITH input AS (
     LEFT JOIN bkeys won ON won.route = r.route AND won.key_hash = r.key_hash
     CROSS JOIN LATERAL (SELECT r.key_hash IS NOT NULL
         AND (won.provider IS DISTINCT FROM r.provider OR won.event_id IS DISTINCT FROM r.event_id) AS lost) l
-    -- The statement's snapshot: holders committed before it began.
-    LEFT JOIN webhook_business_keys held
-        ON r.key_hash IS NOT NULL AND won.route IS NULL AND held.route = r.route AND held.key_hash = r.key_hash
+    -- The statement's snapshot: holders committed before it began. One
+    -- primary-key probe per route (see existing below).
+    LEFT JOIN LATERAL (
+        SELECT h.provider, h.event_id FROM webhook_business_keys h
+        WHERE r.key_hash IS NOT NULL AND won.route IS NULL AND h.route = r.route AND h.key_hash = r.key_hash
+        LIMIT 1) held ON true
 ), deliveries AS (
     -- A route that runs after others waits for them, with no job; one after
     -- a route skipped by its business key (anywhere up the chain) is
@@ -340,13 +343,24 @@ WITH input AS (
 SELECT input.ord, claimed.event_id IS NOT NULL AS won, existing.status AS existing,
        claimed.event_id IS NULL AND existing.status IS NULL AND input.body_hash IS NOT NULL AND (
            EXISTS (SELECT 1 FROM claimed c WHERE c.provider = input.provider AND c.body_hash = input.body_hash)
+        -- OFFSET 0: a probe of the replay guard's index per row, never a
+        -- hash of the whole table's body hashes (see existing below).
         OR EXISTS (SELECT 1 FROM webhook_event_claims c
-                   WHERE c.provider = input.provider AND c.body_hash = input.body_hash)) AS replay,
+                   WHERE c.provider = input.provider AND c.body_hash = input.body_hash OFFSET 0)) AS replay,
        skips.routes AS skipped, skips.reason AS skip_reason, coalesce(skips.unnamed, false) AS unnamed
 FROM input
 LEFT JOIN claimed ON claimed.provider = input.provider AND claimed.event_id = input.event_id
-LEFT JOIN webhook_event_claims existing
-    ON claimed.event_id IS NULL AND existing.provider = input.provider AND existing.event_id = input.event_id
+-- One primary-key probe per input row that lost its insert. As a plain
+-- join it was planned as a hash join over a sequential scan of the whole
+-- claim table whenever the planner's statistics said the table was small:
+-- on a new install, or after a burst, until autovacuum analyzed it. Each
+-- batch then read every claim, and ingest slowed as the table grew (a
+-- third of its rate lost over 20,000 events in BenchmarkIngestTracing).
+-- The LIMIT keeps Postgres from flattening the lookup into a join.
+LEFT JOIN LATERAL (
+    SELECT e.status FROM webhook_event_claims e
+    WHERE claimed.event_id IS NULL AND e.provider = input.provider AND e.event_id = input.event_id
+    LIMIT 1) existing ON true
 LEFT JOIN skips ON skips.provider = input.provider AND skips.event_id = input.event_id
 ORDER BY input.ord`
 
@@ -378,9 +392,12 @@ type claimedRow struct {
 const lateSQL = `
 SELECT i.ord, c.status,
        i.body_hash IS NOT NULL AND EXISTS (SELECT 1 FROM webhook_event_claims h
-           WHERE h.provider = i.provider AND h.body_hash = i.body_hash)
+           WHERE h.provider = i.provider AND h.body_hash = i.body_hash OFFSET 0)
 FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS i(provider, event_id, body_hash, ord)
-LEFT JOIN webhook_event_claims c ON c.provider = i.provider AND c.event_id = i.event_id`
+LEFT JOIN LATERAL (
+    SELECT c.status FROM webhook_event_claims c
+    WHERE c.provider = i.provider AND c.event_id = i.event_id
+    LIMIT 1) c ON true`
 
 // holdersSQL names the business keys' holders claimManySQL could not see,
 // now that they have committed: it runs only when a claim lost a key to a

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -109,4 +110,59 @@ func planScans(t *testing.T, tx pgx.Tx, sql string, args ...any) []scan {
 	walk(plans[0].Plan)
 	require.NotEmpty(t, scans)
 	return scans
+}
+
+// TestClaimFollowsPrimaryKeysWhenStatisticsLag plans the claim statement
+// as Postgres keeps it for ingest's prepared statement: a generic plan,
+// made while the claim table was small (a new install, the first minutes
+// of traffic) and reused as the table grows, until autovacuum analyzes it.
+// Looking up the claims a batch found already there, and the business
+// keys held before it, must go through primary keys: as joins they were
+// planned as hash joins over the whole table, read for every batch.
+func TestClaimFollowsPrimaryKeysWhenStatisticsLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	for _, q := range []string{
+		`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type)
+SELECT 'stripe', 'evt_' || g, 'invoice.paid', 'processing', '{}', 'application/json' FROM generate_series(1, 700) g`,
+		`INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
+SELECT 'ship', sha256(convert_to(event_id, 'UTF8')), event_id, provider, event_id FROM webhook_event_claims`,
+		`ANALYZE webhook_event_claims, webhook_business_keys`,
+		`SET LOCAL plan_cache_mode = force_generic_plan`,
+	} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	const batch = 60
+	providers, ids, types, objects, statuses := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
+	payloads, contentTypes, lastErrors := make([][]byte, batch), make([]string, batch), make([]*string, batch)
+	bodyHashes, encodings := make([][]byte, batch), make([]string, batch)
+	routeOrd, routeNames, routeHashes := make([]int64, batch), make([]string, batch), make([][]byte, batch)
+	routeKeys, routeMissing := make([]*string, batch), make([]*string, batch)
+	routeWaits, routeAncestors := make([]string, batch), make([]string, batch)
+	for i := range batch {
+		// Every other event is one the table already holds.
+		id := fmt.Sprintf("evt_%d", 10+i*10)
+		if i%2 == 1 {
+			id = fmt.Sprintf("evt_new_%d", i)
+		}
+		providers[i], ids[i], types[i], statuses[i] = "stripe", id, "invoice.paid", string(Processing)
+		payloads[i], contentTypes[i] = []byte(`{}`), "application/json"
+		key := id
+		sum := sha256.Sum256([]byte(key))
+		routeOrd[i], routeNames[i], routeHashes[i], routeKeys[i] = int64(i+1), "ship", sum[:], &key
+		routeWaits[i], routeAncestors[i] = "[]", "[]"
+	}
+	scans := planScans(t, tx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
+		lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing,
+		routeWaits, routeAncestors)
+	for _, sc := range scans {
+		require.Falsef(t, sc.Type == "Seq Scan" && (sc.Relation == "webhook_event_claims" || sc.Relation == "webhook_business_keys"),
+			"the claim statement scans %s: %v", sc.Relation, scans)
+	}
+	lateScans := planScans(t, tx, lateSQL, providers, ids, bodyHashes)
+	for _, sc := range lateScans {
+		require.Falsef(t, sc.Type == "Seq Scan" && sc.Relation == "webhook_event_claims", "lateSQL scans the claim table: %v", lateScans)
+	}
 }
