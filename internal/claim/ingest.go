@@ -352,11 +352,13 @@ FROM input
 LEFT JOIN claimed ON claimed.provider = input.provider AND claimed.event_id = input.event_id
 -- One primary-key probe per input row that lost its insert. As a plain
 -- join it was planned as a hash join over a sequential scan of the whole
--- claim table whenever the planner's statistics said the table was small:
--- on a new install, or after a burst, until autovacuum analyzed it. Each
--- batch then read every claim, and ingest slowed as the table grew (a
--- third of its rate lost over 20,000 events in BenchmarkIngestTracing).
--- The LIMIT keeps Postgres from flattening the lookup into a join.
+-- claim table when the plan was made while the table was small: ingest's
+-- statement is prepared, and Postgres keeps that generic plan as the table
+-- grows, until autovacuum analyzes it (a new install, a burst). Each batch
+-- then read every claim, and ingest slowed as the table grew (from 1,262
+-- to 460 requests/s over 20,000 events in BenchmarkIngestTracing). The
+-- LIMIT keeps Postgres from flattening the lookup into a join
+-- (TestClaimFollowsPrimaryKeysWhenStatisticsLag).
 LEFT JOIN LATERAL (
     SELECT e.status FROM webhook_event_claims e
     WHERE claimed.event_id IS NULL AND e.provider = input.provider AND e.event_id = input.event_id
