@@ -228,7 +228,7 @@ func evalAlert(t *testing.T, ctx context.Context, ng *promql.Engine, st *memStor
 			return out
 		}
 		lb := labels.NewBuilder(smpl.Metric)
-		lb.Del(labels.MetricName)
+		lb.Del(model.MetricNameLabel)
 		for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
 			lb.Set(k, expand(r.Labels[k]))
 		}
