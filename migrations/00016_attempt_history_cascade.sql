@@ -1,3 +1,4 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 
 -- The attempt history's rows leave with their claim through a statement
@@ -12,14 +13,21 @@
 --     only ever deleted with its claim, under that same lock;
 --   - deleting claims deletes their rows, in the same statement as their
 --     deliveries' cascade, whichever statement deletes them.
-ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_provider_event_id_route_fkey;
+--
+-- Without a transaction, one step at a time, because ingest and the worker
+-- keep writing meanwhile: a transaction that took the claim table's lock
+-- for the trigger and then the deliveries' for the key would take them in
+-- the other order from theirs, and deadlock with them (ingest answered 503
+-- for it in TestUpgradeUnderLoad). Each step can run again: an interrupted
+-- migration is finished by running it again. The trigger comes first, so
+-- that no moment is left with neither the trigger nor the key.
 
 -- Each deleted claim's rows are found through webhook_attempts_delivery_idx
 -- (its prefix), one lookup per claim, and deleted by ctid: a join with the
 -- transition table, which has no statistics, could be planned as a scan of
 -- the whole history for every batch retention deletes.
 -- +goose StatementBegin
-CREATE FUNCTION webhook_attempts_delete_with_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION webhook_attempts_delete_with_claims() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM webhook_attempts
     WHERE ctid = ANY (ARRAY(
@@ -34,16 +42,37 @@ END
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER webhook_attempts_delete_with_claims
+-- Takes the claim table's lock alone (SHARE ROW EXCLUSIVE, for a moment).
+CREATE OR REPLACE TRIGGER webhook_attempts_delete_with_claims
     AFTER DELETE ON webhook_event_claims
     REFERENCING OLD TABLE AS gone
     FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_delete_with_claims();
 
+-- Dropping the key locks the history and the deliveries it references.
+-- They are locked first, the deliveries before the history, as every
+-- statement that writes both takes them, so the drop waits for the
+-- transactions using them and deadlocks with none.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    LOCK TABLE webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE;
+    ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_provider_event_id_route_fkey;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
-DROP TRIGGER webhook_attempts_delete_with_claims ON webhook_event_claims;
-DROP FUNCTION webhook_attempts_delete_with_claims();
-DELETE FROM webhook_attempts a
-WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-                  WHERE d.provider = a.provider AND d.event_id = a.event_id AND d.route = a.route);
-ALTER TABLE webhook_attempts ADD FOREIGN KEY (provider, event_id, route)
-    REFERENCES webhook_deliveries (provider, event_id, route) ON DELETE CASCADE;
+-- +goose StatementBegin
+DO $$
+BEGIN
+    LOCK TABLE webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE;
+    DELETE FROM webhook_attempts a
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                      WHERE d.provider = a.provider AND d.event_id = a.event_id AND d.route = a.route);
+    ALTER TABLE webhook_attempts ADD FOREIGN KEY (provider, event_id, route)
+        REFERENCES webhook_deliveries (provider, event_id, route) ON DELETE CASCADE;
+END
+$$;
+-- +goose StatementEnd
+DROP TRIGGER IF EXISTS webhook_attempts_delete_with_claims ON webhook_event_claims;
+DROP FUNCTION IF EXISTS webhook_attempts_delete_with_claims();
