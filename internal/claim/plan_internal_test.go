@@ -116,9 +116,10 @@ func planScans(t *testing.T, tx pgx.Tx, sql string, args ...any) []scan {
 // as Postgres keeps it for ingest's prepared statement: a generic plan,
 // made while the claim table was small (a new install, the first minutes
 // of traffic) and reused as the table grows, until autovacuum analyzes it.
-// Looking up the claims a batch found already there, and the business
-// keys held before it, must go through primary keys: as joins they were
-// planned as hash joins over the whole table, read for every batch.
+// Looking up the claims a batch found already there, the business keys
+// held before it and replayed bodies must go through their indexes: as
+// joins they were planned as hash joins over the whole table, read for
+// every batch.
 func TestClaimFollowsPrimaryKeysWhenStatisticsLag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
