@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -20,16 +21,13 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
-// cpuProfilePath is where BenchmarkSystem has ingest write its CPU profile
-// of the unique-events phase: BENCH_CPUPROFILE, else
-// hookgate-ingest.pprof in the system's temporary directory.
-func cpuProfilePath(b *testing.B) string {
+// cpuProfilePath is where BenchmarkSystem has binary (ingest or worker)
+// write its CPU profile: hookgate-<binary>.pprof in BENCH_CPUPROFILE_DIR,
+// else in the system's temporary directory.
+func cpuProfilePath(b *testing.B, binary string) string {
 	b.Helper()
-	path := os.Getenv("BENCH_CPUPROFILE")
-	if path == "" {
-		path = filepath.Join(os.TempDir(), "hookgate-ingest.pprof")
-	}
-	path, err := filepath.Abs(path)
+	dir := cmp.Or(os.Getenv("BENCH_CPUPROFILE_DIR"), os.TempDir())
+	path, err := filepath.Abs(filepath.Join(dir, "hookgate-"+binary+".pprof"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +43,7 @@ func (p *process) signal(b *testing.B, sig syscall.Signal) {
 	}
 }
 
-// profileTop waits for ingest to finish writing the profile at path and
+// profileTop waits for a binary to finish writing the profile at path and
 // returns its top consumers (flat and cumulative), as go tool pprof prints them.
 func profileTop(b *testing.B, path string) string {
 	b.Helper()
@@ -55,7 +53,7 @@ func profileTop(b *testing.B, path string) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("ingest wrote no CPU profile to %s", path)
+			b.Fatalf("no CPU profile was written to %s", path)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -126,7 +126,9 @@ COMMIT;
 //   - the black box again on a private cluster with fsync and
 //     synchronous_commit on (privateRun).
 //
-// It profiles ingest's CPU over the unique-events phase (cpuProfilePath).
+// It profiles ingest's CPU over the unique-events phase and the worker's
+// over its drain at the defaults (cpuProfilePath), and counts the
+// senders' own CPU (this process's) over the unique-events phase.
 //
 // It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
 // Postgres server's processes), peak RSS, and prints the ratios against
@@ -143,7 +145,7 @@ func BenchmarkSystem(b *testing.B) {
 	// The binaries log at the shipped level, info: ingest's line per
 	// request and the worker's per attempt are part of what they cost.
 	env := []string{"DATABASE_URL=" + db.URL, "BENCH_STRIPE=" + benchSecret}
-	profile := cpuProfilePath(b)
+	profile, workerProfile := cpuProfilePath(b, "ingest"), cpuProfilePath(b, "worker")
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	post := func(url string, s signedEvent) error { return postStripe(client, url, s.body, s.header) }
@@ -170,13 +172,13 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	unique := events("evt_unique", n)
 	cpu0 := cpuOf(ingest.pid())
-	pg0 := pg.cpu()
+	pg0, self0 := pg.cpu(), selfCPU()
 	ingest.signal(b, syscall.SIGUSR1)
 	a, err := hammer("ingest, unique events", n, func(i int) error { return post(url, unique[i]) })
 	if err != nil {
 		b.Fatal(err)
 	}
-	ingestCPU, ingestPG := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0
+	ingestCPU, ingestPG, sendersCPU := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
 	ingest.signal(b, syscall.SIGUSR2)
 	top := profileTop(b, profile)
 	storm := signEvent("evt_storm")
@@ -191,9 +193,12 @@ func BenchmarkSystem(b *testing.B) {
 	// The worker drains ingest's backlog.
 	backlog := 4*concurrency + n + 1
 	pgW0 := pg.cpu()
-	worker := startBinary(b, bins, "worker", cfg, env)
+	worker := startBinary(b, bins, "worker", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+workerProfile))
+	worker.signal(b, syscall.SIGUSR1)
 	waitDrained(b, db.Pool, down, backlog)
 	workerCPU, workerPG := cpuOf(worker.pid()), pg.cpu()-pgW0
+	worker.signal(b, syscall.SIGUSR2)
+	workerTop := profileTop(b, workerProfile)
 	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
 
 	// Light load through ingest's HTTP, the worker running; first, the
@@ -325,9 +330,11 @@ func BenchmarkSystem(b *testing.B) {
 		" (%d slots: %.2f + %.2f)\n", per1k(ingestCPU, n), per1k(ingestPG, n), per1k(workerCPU, backlog), per1k(workerPG, backlog),
 		sizedConcurrency(), per1k(sizedCPU, n), per1k(sizedPG, n))
 	fmt.Fprintf(out, "CPU-s per 1,000 events, pgbench's per-event transaction: Postgres %.2f\n", per1k(pgbenchPG, txs))
+	fmt.Fprintf(out, "CPU-s per 1,000 events, the senders (this process) while ingest accepts: %.2f\n", per1k(sendersCPU, n))
 	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB (%d slots: %.0f MiB)\n",
 		mib(ingestRSS), mib(workerRSS), sizedConcurrency(), mib(sizedRSS))
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
+	fmt.Fprintf(out, "\nthe worker's CPU profile over its drain at the defaults: %s (go tool pprof -top %s)\n%s", workerProfile, workerProfile, workerTop)
 	priv.print(out)
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
 	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
@@ -567,6 +574,10 @@ func cpuOf(pid int) float64 {
 	s, _ := strconv.ParseFloat(f[12], 64)
 	return (u + s) / clockTicks
 }
+
+// selfCPU returns the CPU-seconds this process has used: the senders',
+// while a phase runs only them.
+func selfCPU() float64 { return cpuOf(os.Getpid()) }
 
 // peakRSS returns process pid's peak resident set (VmHWM) in KiB.
 func peakRSS(pid int) int {

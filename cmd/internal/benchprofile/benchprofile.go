@@ -1,6 +1,8 @@
 //go:build benchprofile
 
-package main
+// Package benchprofile, built only with the benchprofile tag, gives a
+// binary that imports it a CPU profile on signal for the benchmarks.
+package benchprofile
 
 import (
 	"os"
@@ -9,11 +11,12 @@ import (
 	"syscall"
 )
 
-// With the benchprofile build tag (internal/bench builds ingest so), the
-// binary writes a CPU profile of the span between SIGUSR1 and SIGUSR2 to
-// the file HOOKGATE_BENCH_CPUPROFILE names: first to that name plus ".tmp",
-// renamed once complete, so that the benchmark can wait for the name. A
-// binary built without the tag has no such hook.
+// With the benchprofile build tag (internal/bench builds ingest and the
+// worker so), a binary that imports this package writes a CPU profile of
+// the span between SIGUSR1 and SIGUSR2 to the file HOOKGATE_BENCH_CPUPROFILE
+// names: first to that name plus ".tmp", renamed once complete, so that the
+// benchmark can wait for the name. A binary built without the tag has no
+// such hook.
 func init() {
 	path := os.Getenv("HOOKGATE_BENCH_CPUPROFILE")
 	if path == "" {
