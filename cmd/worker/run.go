@@ -123,6 +123,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err != nil {
 		return err
 	}
+	defer delivery.Close() // after River has stopped, below
 	maxAttempts := cfg.MaxAttempts
 	reconciler := maintenance.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)

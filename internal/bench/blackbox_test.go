@@ -27,6 +27,9 @@ import (
 func cpuProfilePath(b *testing.B, binary string) string {
 	b.Helper()
 	dir := cmp.Or(os.Getenv("BENCH_CPUPROFILE_DIR"), os.TempDir())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	path, err := filepath.Abs(filepath.Join(dir, "hookgate-"+binary+".pprof"))
 	if err != nil {
 		b.Fatal(err)

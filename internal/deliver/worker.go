@@ -140,6 +140,10 @@ type Worker struct {
 	// fetch, the batched load and the batched end of one job overlap
 	// another's call instead of holding a call's place.
 	calls map[string]chan struct{}
+
+	// callers runs the calls themselves, on goroutines that outlive a job
+	// (see callPool).
+	callers *callPool
 }
 
 // callWait bounds how long a job waits for one of its route's call tokens
@@ -174,6 +178,7 @@ func NewWorker(o Options) (*Worker, error) {
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
 		calls:   map[string]chan struct{}{},
+		callers: newCallPool(callerIdle),
 	}
 	for _, r := range o.Config.Routes {
 		w.calls[r.Name] = make(chan struct{}, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency))
@@ -212,6 +217,11 @@ func NewWorker(o Options) (*Worker, error) {
 	}
 	return w, nil
 }
+
+// Close stops the goroutines the worker's calls ran on (see callPool).
+// Call it once River has stopped working jobs; a call after it runs on
+// its job's goroutine.
+func (w *Worker) Close() { w.callers.close() }
 
 // NewHTTPClient returns the client for downstream calls: connections are
 // kept for reuse up to concurrency per host, and redirects are answered
@@ -339,7 +349,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
-	o := w.call(ctx, r, d, attempt)
+	o := w.callers.run(func() callResult { return w.call(ctx, r, d, attempt) })
 	release()
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))

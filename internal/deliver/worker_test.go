@@ -142,6 +142,7 @@ func (b bundle) begin(t *testing.T) (pgx.Tx, *deliver.Worker) {
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
 	require.NoError(t, err)
+	t.Cleanup(w.Close)
 	return tx, w
 }
 
@@ -324,6 +325,7 @@ func TestWorkAfterRescue(t *testing.T) {
 			require.NoError(t, err)
 			w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})
 			require.NoError(t, err)
+			t.Cleanup(w.Close)
 
 			job := &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: "stripe", EventID: "evt_rescued", Route: "ship"}}
 			require.NoError(t, w.Work(rivertest.WorkContext(ctx, b.client), job))
@@ -388,6 +390,7 @@ func TestConcurrentDeliveriesOfOneClaim(t *testing.T) {
 				defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
 				w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
 				require.NoError(t, err)
+				t.Cleanup(w.Close)
 				res, err := work(t, tx, w, b.job(t, tx, "evt_fan", route))
 				require.NoError(t, err)
 				require.Equal(t, river.EventKindJobCompleted, res.EventKind)
@@ -420,6 +423,7 @@ func TestHookgateAttemptNeverRepeats(t *testing.T) {
 	b.claimed(t, "evt_num", "ship")
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: b.db.Pool})
 	require.NoError(t, err)
+	t.Cleanup(w.Close)
 	// runAs runs the job that is not yet finalized as River's fetch number attempt would.
 	runAs := func(attempt int) {
 		t.Helper()
@@ -477,6 +481,7 @@ func TestJobWaitsForACallSlotThenSnoozes(t *testing.T) {
 	// touches the worker's database, A's transaction.
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: txA})
 	require.NoError(t, err)
+	t.Cleanup(w.Close)
 	jobA, jobB := b.job(t, txA, "evt_a", "ship"), b.job(t, txB, "evt_b", "ship")
 
 	done := make(chan *rivertest.WorkResult, 1)
