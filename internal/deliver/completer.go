@@ -138,7 +138,7 @@ func (c *completer) run(ctx context.Context, batch []*ending) ([]endResult, erro
 // finish records a final outcome (delivered, or failed for good) and completes
 // the job, in one transaction (shared with other jobs ending at the same
 // moment; see completer). attempted says whether a call was made.
-func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *jobLog,
 	d claim.Delivery, o callResult, attempted bool,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
@@ -167,7 +167,7 @@ func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArg
 			log.Warn("delivered; the route's result could not be computed and none is recorded",
 				slog.String("error", bound(o.resultErr.Error())))
 		}
-		log.Info("delivered")
+		log.Delivered()
 		return nil
 	}
 	c.metrics.countRun(k.Route, runFailed)
@@ -178,7 +178,7 @@ func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArg
 // retry records a failed attempt that another will follow, and returns the
 // error that makes River schedule it (a *retryError, which carries the
 // downstream's Retry-After for the worker's NextRetry).
-func (c *completer) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *slog.Logger,
+func (c *completer) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs], log *jobLog,
 	d claim.Delivery, o callResult,
 ) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
@@ -205,7 +205,7 @@ func (c *completer) retry(ctx context.Context, job *river.Job[claim.DeliveryArgs
 // attempt's number back, so the record moves attempt_base on by one in its
 // place. When the record fails, a plain error is returned instead: River
 // keeps the attempt (and its number) used, and retries.
-func (c *completer) interrupted(ctx context.Context, log *slog.Logger, d claim.Delivery, o callResult) error {
+func (c *completer) interrupted(ctx context.Context, log *jobLog, d claim.Delivery, o callResult) error {
 	k := claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route}
 	if o.unsent {
 		// Stopped while shaping the body: nothing reached the downstream,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/logbudget"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
@@ -144,6 +145,9 @@ type Worker struct {
 	// callers runs the calls themselves, on goroutines that outlive a job
 	// (see callPool).
 	callers *callPool
+
+	// lines samples the "delivered" lines (see deliveredLinesPerSecond).
+	lines *logbudget.Budget
 }
 
 // callWait bounds how long a job waits for one of its route's call tokens
@@ -179,6 +183,7 @@ func NewWorker(o Options) (*Worker, error) {
 		hints:   map[int64]time.Duration{},
 		calls:   map[string]chan struct{}{},
 		callers: newCallPool(callerIdle),
+		lines:   logbudget.New(deliveredLinesPerSecond, deliveredLinesSummary),
 	}
 	for _, r := range o.Config.Routes {
 		w.calls[r.Name] = make(chan struct{}, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency))
@@ -306,8 +311,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) error {
 	k := claim.Key{Provider: job.Args.Provider, EventID: job.Args.EventID, Route: job.Args.Route}
-	log := w.logger.With(slog.String("provider", k.Provider), slog.String("event_id", k.EventID),
-		slog.String("route", k.Route), slog.Int64("job_id", job.ID))
+	log := &jobLog{base: w.logger, lines: w.lines, now: w.now, attrs: []slog.Attr{slog.String("provider", k.Provider),
+		slog.String("event_id", k.EventID), slog.String("route", k.Route), slog.Int64("job_id", job.ID)}}
 
 	// The call token is taken before the load, so that at most the route's
 	// concurrency of payloads are held waiting for their call, and given
@@ -356,9 +361,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if !o.unsent {
 		o.call = &claim.Call{Attempt: attempt, StartedAt: start, Duration: time.Since(start), Status: o.status, Response: o.response}
 	}
-	log = log.With(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
+	log.with(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
-		log = log.With(slog.Int("status", o.status))
+		log.with(slog.Int("status", o.status))
 	}
 
 	switch {
@@ -382,7 +387,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 // that gives it back (once, however often called). A job that waits longer
 // than callWait, or whose worker stops meanwhile, is snoozed: River puts it
 // back in the queue at once without using an attempt, and nothing was sent.
-func (w *Worker) awaitCall(ctx context.Context, log *slog.Logger, tokens chan struct{}) (func(), error) {
+func (w *Worker) awaitCall(ctx context.Context, log *jobLog, tokens chan struct{}) (func(), error) {
 	select {
 	case tokens <- struct{}{}:
 	default:

@@ -1,11 +1,14 @@
 package deliver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -505,4 +508,80 @@ func TestJobWaitsForACallSlotThenSnoozes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("job A did not finish")
 	}
+}
+
+func TestDeliveredLinesAreSampledAndCounted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, status(http.StatusNoContent))
+	ids := []string{"evt_l1", "evt_l2", "evt_l3", "evt_l4", "evt_l5", "evt_l6"}
+	for _, id := range ids {
+		b.claimed(t, id, "ship")
+	}
+	tx, err := b.exec.Begin(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var out syncBuffer
+	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx, Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	clock := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	w.SetLineBudget(2, func() time.Time { return clock })
+
+	for _, id := range ids[:5] {
+		_, err := work(t, tx, w, b.job(t, tx, id, "ship"))
+		require.NoError(t, err)
+	}
+	clock = clock.Add(time.Second)
+	_, err = work(t, tx, w, b.job(t, tx, ids[5], "ship"))
+	require.NoError(t, err)
+
+	var delivered []map[string]any
+	var summaries []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		switch m["msg"] {
+		case "delivered":
+			delivered = append(delivered, m)
+		case "delivery lines over the budget were counted, not written":
+			summaries = append(summaries, m)
+		}
+	}
+	// Two of the first second's five, then the next second's first.
+	require.Len(t, delivered, 3)
+	for i, m := range delivered {
+		require.Equal(t, []string{ids[0], ids[1], ids[5]}[i], m["event_id"])
+		// The job's attributes, kept unformatted until the line is written.
+		for _, k := range []string{"provider", "route", "job_id", "attempt", "duration", "status"} {
+			require.Contains(t, m, k)
+		}
+		require.Equal(t, "stripe", m["provider"])
+		require.Equal(t, "ship", m["route"])
+		require.EqualValues(t, 204, m["status"])
+	}
+	require.Len(t, summaries, 1)
+	require.EqualValues(t, 3, summaries[0]["not_logged"])
+	require.Equal(t, map[string]any{"delivered": float64(3)}, summaries[0]["by_result"])
+	// Every delivery is completed whether its line was written or not.
+	for _, id := range ids {
+		require.Equal(t, claim.DeliveryCompleted, delivery(t, tx, id, "ship").Status)
+	}
+}
+
+// syncBuffer is a buffer a logger may write from any goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -5,6 +5,6 @@ import "time"
 // SetLineBudget sets how many INFO lines of accepted requests s writes a
 // second, and the clock it reads.
 func (s *Server) SetLineBudget(perSecond int, now func() time.Time) {
-	s.lines.perSecond = perSecond
+	s.lines.SetPerSecond(perSecond)
 	s.now = now
 }

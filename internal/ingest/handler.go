@@ -69,7 +69,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		level = slog.LevelWarn
 	}
 	ctx = c.Request().Context()
-	if level == slog.LevelInfo && (!s.logger.Enabled(ctx, level) || !s.lines.allow(ctx, s.logger, s.now(), result)) {
+	if level == slog.LevelInfo && (!s.logger.Enabled(ctx, level) || !s.lines.Allow(ctx, s.logger, s.now(), result)) {
 		return nil
 	}
 	attrs := []slog.Attr{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/logbudget"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/verify"
 )
@@ -66,7 +67,7 @@ type Server struct {
 	inFlight chan struct{}
 	tracer   tracer
 	// lines samples the INFO lines of accepted requests.
-	lines lineBudget
+	lines *logbudget.Budget
 }
 
 // New builds the server over cfg's routes, compiled (route.New). It fails
@@ -82,7 +83,7 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 		metrics:   newMetrics(reg, cfg),
 		now:       time.Now,
 		inFlight:  make(chan struct{}, cfg.Ingest.MaxInFlight),
-		lines:     lineBudget{perSecond: requestLinesPerSecond},
+		lines:     logbudget.New(requestLinesPerSecond, requestLinesSummary),
 	}
 	for i, p := range cfg.Providers {
 		// A public key of the wrong type is refused naming the setting it
