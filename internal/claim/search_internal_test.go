@@ -117,8 +117,6 @@ SELECT provider, event_id, 'ship', status, completed_at FROM webhook_event_claim
 	}{
 		{"routes' deliveries", routeDeliveriesSQL, []any{[]string{"ship"}},
 			[]string{"webhook_event_claims_processing_idx", "webhook_event_claims_failed_updated_idx"}},
-		{"failed keys", failedKeysSQL, []any{"", time.Now(), nil, "", "", 500},
-			[]string{"webhook_event_claims_failed_updated_idx"}},
 	} {
 		scans := planScans(t, tx, s.sql, s.args...)
 		for _, sc := range scans {

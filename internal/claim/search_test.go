@@ -3,6 +3,7 @@ package claim_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,4 +37,32 @@ func TestReopenMatchingPagesThroughAll(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, left, 1)
 	require.Equal(t, "github", left[0].Provider, "another provider's claim is left failed")
+}
+
+// Failed claims that cannot be reopened (their deliveries failed for want
+// of a business key) do not end the run: the claims on later pages are
+// still reopened.
+func TestReopenMatchingPastClaimsThatStayFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const stuck = 501 // more than one page
+	b.exec(t, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, updated_at, attempt_count)
+SELECT 'stripe', 'evt_stuck_' || i, 'invoice.paid', 'failed', '{}'::bytea, now() - make_interval(secs => 3600 + i), 0
+FROM generate_series(1, $1) AS i`, stuck)
+	b.exec(t, `INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
+SELECT 'stripe', 'evt_stuck_' || i, 'ship', 'failed', 'business key: field id is missing', true
+FROM generate_series(1, $1) AS i`, stuck)
+	b.claimAs(t, "stripe", "evt_older", "ship")
+	b.record(t, key("evt_older", "ship"), reject)
+	b.backdate(t, "first_seen_at", "stripe", "evt_older", 2*time.Hour) // last, newest first
+
+	var got []claim.EventKey
+	matched, claims, deliveries, err := b.store.ReopenMatching(t.Context(), claim.Search{Status: claim.Failed}, false,
+		func(k claim.EventKey, _ int) { got = append(got, k) })
+	require.NoError(t, err)
+	require.Equal(t, stuck+1, matched)
+	require.Equal(t, []claim.EventKey{{Provider: "stripe", EventID: "evt_older"}}, got)
+	require.Equal(t, [2]int{1, 1}, [2]int{claims, deliveries})
+	c, _ := b.get(t, "evt_older")
+	require.Equal(t, claim.Processing, c.Status)
 }
