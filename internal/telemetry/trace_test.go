@@ -97,6 +97,7 @@ routes:
 	// The worker, as cmd/worker wires it.
 	delivery, err := deliver.NewWorker(deliver.Options{Config: cfg, DB: db.Pool, Logger: logger, Tracing: tracing})
 	require.NoError(t, err)
+	t.Cleanup(delivery.Close)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
