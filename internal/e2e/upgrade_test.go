@@ -185,7 +185,8 @@ type lockWatch struct {
 }
 
 // watchLocks samples pg_stat_activity and pg_locks every 10 ms: the longest
-// any session has been waiting for a table lock, and the longest the
+// any session has been waiting for a table lock (since the wait began,
+// pg_locks.waitstart: its statement may have run a while before), and the longest the
 // migration (application_name hookgate-migrate) has held a lock that blocks
 // writes or reads of a table (SHARE and stronger).
 func watchLocks(t *testing.T, url string) lockWatch {
@@ -204,7 +205,7 @@ func watchLocks(t *testing.T, url string) lockWatch {
 		for ctx.Err() == nil {
 			var w float64
 			if err := conn.QueryRow(ctx, `
-SELECT coalesce(max(extract(epoch FROM now() - a.query_start)), 0)
+SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted AND l.locktype = 'relation'
 WHERE a.datname = current_database()`).Scan(&w); err != nil {
 				continue
