@@ -43,18 +43,35 @@ $$;
 -- +goose StatementEnd
 
 -- Takes the claim table's lock alone (SHARE ROW EXCLUSIVE, for a moment).
-CREATE OR REPLACE TRIGGER webhook_attempts_delete_with_claims
-    AFTER DELETE ON webhook_event_claims
-    REFERENCING OLD TABLE AS gone
-    FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_delete_with_claims();
+-- SHARE UPDATE EXCLUSIVE first: it conflicts with an autovacuum of the
+-- table, not with ingest's writes, so the wait for the autovacuum to be
+-- cancelled (deadlock_timeout, 1 s by default) holds nobody up; the
+-- stronger lock's request, which ingest's writes would queue behind, is
+-- made only once no autovacuum holds the table.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    LOCK TABLE webhook_event_claims IN SHARE UPDATE EXCLUSIVE MODE;
+    CREATE OR REPLACE TRIGGER webhook_attempts_delete_with_claims
+        AFTER DELETE ON webhook_event_claims
+        REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_delete_with_claims();
+END
+$$;
+-- +goose StatementEnd
 
 -- Dropping the key locks the history and the deliveries it references.
 -- They are locked first, the deliveries before the history, as every
 -- statement that writes both takes them, so the drop waits for the
--- transactions using them and deadlocks with none.
+-- transactions using them and deadlocks with none. SHARE UPDATE EXCLUSIVE
+-- on both comes before, as above: without it, an autovacuum of the history
+-- kept the drop waiting about a second with the deliveries already locked,
+-- and ingest and the worker waiting behind it (TestUpgradeUnderLoad, under
+-- make test's load).
 -- +goose StatementBegin
 DO $$
 BEGIN
+    LOCK TABLE webhook_deliveries, webhook_attempts IN SHARE UPDATE EXCLUSIVE MODE;
     LOCK TABLE webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE;
     ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_provider_event_id_route_fkey;
 END

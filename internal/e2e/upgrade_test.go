@@ -25,9 +25,9 @@ import (
 	"github.com/hookgate/hookgate/migrations"
 )
 
-// lockBound is the longest any session may wait for a table lock, and the
-// longest the migration may hold a lock that blocks reads or writes of a
-// table, while the binaries run.
+// lockBound is the longest any session of the binaries may wait for a
+// table lock, and the longest the migration may hold a lock that blocks
+// reads or writes of a table, while the binaries run.
 const lockBound = time.Second
 
 // upgradeRows is how many settled claims (each with a delivery) the tables
@@ -185,10 +185,12 @@ type lockWatch struct {
 }
 
 // watchLocks samples pg_stat_activity and pg_locks every 10 ms: the longest
-// any session has been waiting for a table lock (since the wait began,
-// pg_locks.waitstart: its statement may have run a while before), and the longest the
-// migration (application_name hookgate-migrate) has held a lock that blocks
-// writes or reads of a table (SHARE and stronger).
+// any session but the migration's has been waiting for a table lock (since
+// the wait began, pg_locks.waitstart: its statement may have run a while
+// before; the migration's own waits are bounded by its lock_timeout, and
+// hold up others only through the locks it holds, timed next), and the
+// longest the migration (application_name hookgate-migrate) has held a
+// lock that blocks writes or reads of a table (SHARE and stronger).
 func watchLocks(t *testing.T, url string) lockWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,7 +209,7 @@ func watchLocks(t *testing.T, url string) lockWatch {
 			if err := conn.QueryRow(ctx, `
 SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted AND l.locktype = 'relation'
-WHERE a.datname = current_database()`).Scan(&w); err != nil {
+WHERE a.datname = current_database() AND a.application_name <> 'hookgate-migrate'`).Scan(&w); err != nil {
 				continue
 			}
 			rows, err := conn.Query(ctx, `
