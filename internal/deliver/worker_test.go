@@ -1,7 +1,6 @@
 package deliver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/proctest"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
@@ -520,7 +520,7 @@ func TestDeliveredLinesAreSampledAndCounted(t *testing.T) {
 	tx, err := b.exec.Begin(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	var out syncBuffer
+	var out proctest.Buffer
 	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx, Logger: slog.New(slog.NewJSONHandler(&out, nil))})
 	require.NoError(t, err)
 	t.Cleanup(w.Close)
@@ -566,22 +566,4 @@ func TestDeliveredLinesAreSampledAndCounted(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, claim.DeliveryCompleted, delivery(t, tx, id, "ship").Status)
 	}
-}
-
-// syncBuffer is a buffer a logger may write from any goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
