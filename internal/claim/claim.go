@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // Status is the state of a claim: the roll-up of its deliveries.
@@ -69,8 +68,10 @@ func (DeliveryArgs) Kind() string { return DeliveryKind }
 
 // Inserter is the part of a River client the store needs: insert jobs in the
 // caller's transaction, so they commit or vanish with the rows that need them.
+// It is River's COPY insert: the store never reads the inserted rows back, and
+// its jobs are never unique, the case the fast insert leaves out.
 type Inserter interface {
-	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
 }
 
 // DB is what a Store runs its statements on: a *pgxpool.Pool, or a pgx.Tx
@@ -144,7 +145,7 @@ func (s *Store) enqueueKeys(ctx context.Context, keys []Key, meta []byte) error 
 		params[i] = s.deliveryJob(k.Provider, k.EventID, k.Route)
 		params[i].InsertOpts.Metadata = meta
 	}
-	if _, err := s.jobs.InsertManyTx(ctx, s.tx, params); err != nil {
+	if _, err := s.jobs.InsertManyFastTx(ctx, s.tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(keys), err)
 	}
 	return nil
@@ -161,7 +162,7 @@ func (s *Store) enqueue(ctx context.Context, provider, eventID string, routes []
 		params[i] = s.deliveryJob(provider, eventID, r)
 		params[i].InsertOpts.Metadata = meta
 	}
-	if _, err := s.jobs.InsertManyTx(ctx, s.tx, params); err != nil {
+	if _, err := s.jobs.InsertManyFastTx(ctx, s.tx, params); err != nil {
 		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)
 	}
 	return nil

@@ -253,7 +253,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 	}
 	// Completions that may release dependents: the same statements, then
 	// the release, in one batch, and the released deliveries' jobs
-	// inserted (River's InsertManyTx) before the one commit.
+	// inserted (River's InsertManyFastTx) before the one commit.
 	err = s.inTx(ctx, func(tx *Store) error {
 		var b pgx.Batch
 		queueLockClaims(&b, attempts)

@@ -445,7 +445,7 @@ type claimRow struct {
 }
 
 // ClaimMany claims reqs in one transaction: one statement for the claims,
-// business keys and deliveries, one InsertManyTx for the jobs, one commit.
+// business keys and deliveries, one InsertManyFastTx (COPY) for the jobs, one commit.
 // A statement more runs only for what that one could not see or write: the
 // keys and holders other transactions committed while it waited on them,
 // and the status of claims left with no delivery to run. results[i] is
@@ -571,7 +571,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 			}
 		}
 		if len(jobs) > 0 {
-			if _, err := s.jobs.InsertManyTx(ctx, tx, jobs); err != nil {
+			if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
 				return fmt.Errorf("enqueueing %d delivery jobs: %w", len(jobs), err)
 			}
 		}
