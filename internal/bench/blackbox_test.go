@@ -97,11 +97,13 @@ type privateFigures struct {
 	ceiling, setCeiling  float64 // events/s of pgbenchCeilingScript, pgbenchSetCeilingScript
 	workerCPU, workerPG  float64 // per 1,000 events drained
 	ingestRSS, workerRSS int
+	floor                phase // one durable commit at 20/s
 	durable              string
 }
 
 func (f privateFigures) print(out io.Writer) {
 	fmt.Fprintf(out, "\nprivate cluster (%s), worker.concurrency %d\n", f.durable, workerConcurrency())
+	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", "one commit, 20/s", ms(f.floor.pct(0.50)), ms(f.floor.pct(0.99)))
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", f.tps)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), f.ceiling)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "the same, set-based, as ingest writes", f.setCeiling)
@@ -114,15 +116,24 @@ func (f privateFigures) print(out io.Writer) {
 
 // privateRun starts a cluster of its own with fsync, synchronous_commit and
 // full_page_writes on (pgcluster turns them off by default), migrates it
-// with `ingest migrate`, and measures there, black-box: pgbench's
-// per-event transaction, ingest alone at full rate (unique events), then
-// the worker at the shipped defaults draining the backlog.
-func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
+// with `ingest migrate`, and measures there, black-box: one durable commit
+// at 20/s (the disk's kind), pgbench's per-event transaction and the
+// ceilings, ingest alone at full rate (unique events, ids starting with
+// prefix), then the worker at the shipped defaults draining the backlog.
+// With a flushDelay, every fsync and fdatasync of the server first sleeps
+// that long (testdata/slowflush.c, preloaded): a disk whose flush is slow.
+func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, flushDelay time.Duration) privateFigures {
 	b.Helper()
 	ctx := context.Background()
 	durable := []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}
 	c := dbtest.NewCluster(b)
 	c.Settings = append(c.Settings, durable...)
+	label := strings.Join(durable, ", ")
+	if flushDelay > 0 {
+		c.Env = []string{"LD_PRELOAD=" + slowFlushLibrary(b),
+			fmt.Sprintf("HOOKGATE_BENCH_FLUSH_DELAY_US=%d", flushDelay.Microseconds())}
+		label += fmt.Sprintf(", every flush %v slower", flushDelay)
+	}
 	if err := c.Stop(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +155,8 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
 	}
 	defer pool.Close()
 	pg := postmaster(b, pool)
-	f := privateFigures{durable: strings.Join(durable, ", ")}
+	f := privateFigures{durable: label}
+	f.floor = commitLatency(b, pool, 100, 20)
 
 	pg0 := pg.cpu()
 	tps, txs := runPgbench(b, dbURL)
@@ -155,14 +167,14 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
 	ingest := startBinary(b, bins, "ingest", cfg, env)
 	url := ingest.base + "/webhooks/stripe"
 	if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
-		s := signEvent(fmt.Sprintf("evt_pwarm_%d", i))
+		s := signEvent(fmt.Sprintf("evt_pwarm_%s_%d", prefix, i))
 		return postStripe(client, url, s.body, s.header)
 	}); err != nil {
 		b.Fatal(err)
 	}
 	unique := make([]signedEvent, n)
 	for i := range unique {
-		unique[i] = signEvent(fmt.Sprintf("evt_private_%d", i))
+		unique[i] = signEvent(fmt.Sprintf("%s_%d", prefix, i))
 	}
 	cpu0, pg0 := cpuOf(ingest.pid()), pg.cpu()
 	f.ingest, err = hammer("ingest, unique events", n, func(i int) error { return postStripe(client, url, unique[i].body, unique[i].header) })
@@ -176,9 +188,32 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int) privateFigures {
 	worker := startBinary(b, bins, "worker", cfg, env)
 	waitDrained(b, pool, down, before+4*concurrency+n)
 	f.workerCPU, f.workerPG = cpuOf(worker.pid())/float64(4*concurrency+n)*1000, (pg.cpu()-pg0)/float64(4*concurrency+n)*1000
-	f.drain = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE 'evt_private_%'`)
+	f.drain = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`_%'`)
 	f.ingestRSS, f.workerRSS = peakRSS(ingest.pid()), peakRSS(worker.pid())
 	worker.stop(b)
 	ingest.stop(b)
 	return f
+}
+
+// slowFlushLibrary compiles testdata/slowflush.c with gcc into a directory
+// the server's user can read, and returns the library's path.
+func slowFlushLibrary(b *testing.B) string {
+	b.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", "slowflush.c"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "hookgate-slowflush-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	lib := filepath.Join(dir, "slowflush.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-O2", "-o", lib, src, "-ldl").CombinedOutput(); err != nil {
+		b.Fatalf("building the slow-flush library needs gcc (apt-get install gcc): %v\n%s", err, out)
+	}
+	return lib
 }

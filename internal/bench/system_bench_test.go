@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -124,7 +125,8 @@ COMMIT;
 //     sizedConcurrency);
 //   - the scaling run: two ingest processes, then two workers;
 //   - the black box again on a private cluster with fsync and
-//     synchronous_commit on (privateRun).
+//     synchronous_commit on (privateRun), and once more on one whose
+//     every flush is slowed to a slower disk's latency (slowFlush).
 //
 // It profiles ingest's CPU over the unique-events phase and the worker's
 // over its drain at the defaults (cpuProfilePath), and counts the
@@ -299,7 +301,14 @@ func BenchmarkSystem(b *testing.B) {
 	// The same black box on a private cluster with fsync and
 	// synchronous_commit on, as an operator deploys: a disk of its own
 	// kind, and no other work's backends counted in Postgres' CPU.
-	priv := privateRun(b, bins, down, n)
+	priv := privateRun(b, bins, down, n, "evt_private", 0)
+	// And once more on a cluster whose every flush is slowed to the
+	// latency of a slower disk, so that both kinds of disk are seen on any
+	// machine (BENCH_SLOW_FLUSH, default 4ms; 0 leaves it out).
+	var slow privateFigures
+	if slowFlush() > 0 {
+		slow = privateRun(b, bins, down, n, "evt_slowflush", slowFlush())
+	}
 	b.StopTimer()
 
 	per1k := func(sec float64, events int) float64 { return sec / float64(events) * 1000 }
@@ -336,6 +345,9 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
 	fmt.Fprintf(out, "\nthe worker's CPU profile over its drain at the defaults: %s (go tool pprof -top %s)\n%s", workerProfile, workerProfile, workerTop)
 	priv.print(out)
+	if slowFlush() > 0 {
+		slow.print(out)
+	}
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
 	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
 	fmt.Fprintf(out, "  ingest / %d-a-commit ceiling      %5.2f  (>= 0.8); %.2f of the set-based writes\n", ceilingEvents, a.rate()/ceiling, a.rate()/setCeiling)
@@ -354,6 +366,13 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n", drain2/drain)
 	fmt.Fprintf(out, "  private cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
 		priv.ingest.rate()/priv.tps, priv.ingest.rate()/priv.ceiling, priv.drain/priv.ingest.rate())
+	if slowFlush() > 0 {
+		fmt.Fprintf(out, "  slow-flush cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
+			slow.ingest.rate()/slow.tps, slow.ingest.rate()/slow.ceiling, slow.drain/slow.ingest.rate())
+		b.ReportMetric(slow.ingest.rate()/slow.tps, "slowflush_ingest/pgbench")
+		b.ReportMetric(slow.ingest.rate()/slow.ceiling, "slowflush_ingest/ceiling")
+		b.ReportMetric(slow.drain/slow.ingest.rate(), "slowflush_drain/ingest")
+	}
 	b.ReportMetric(a.rate()/tps, "ingest/pgbench")
 	b.ReportMetric(a.rate()/ceiling, "ingest/ceiling")
 	b.ReportMetric(priv.ingest.rate()/priv.ceiling, "private_ingest/ceiling")
@@ -373,6 +392,18 @@ type pairRun struct {
 	phase
 	kept int
 	tail time.Duration
+}
+
+// slowFlush is how much slower the slow-flush cluster makes each of its
+// server's flushes, BENCH_SLOW_FLUSH (a Go duration, default 4ms: one
+// commit then takes about 5 ms, the latency of a slower disk); 0 leaves
+// that cluster out.
+func slowFlush() time.Duration {
+	d, err := time.ParseDuration(cmp.Or(os.Getenv("BENCH_SLOW_FLUSH"), "4ms"))
+	if err != nil {
+		panic(fmt.Sprintf("BENCH_SLOW_FLUSH: %v", err))
+	}
+	return d
 }
 
 // sizedConcurrency is the worker.concurrency of the system benchmark's

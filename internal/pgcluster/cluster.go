@@ -32,6 +32,10 @@ type Cluster struct {
 	// after the defaults at every start, so they override them: e.g.
 	// "synchronous_commit=on" where a test needs durable commits.
 	Settings []string
+	// Env holds extra environment variables ("NAME=value") for the server's
+	// processes, applied at every start: e.g. a library a benchmark
+	// preloads to slow the server's disk flushes.
+	Env []string
 
 	bin   string // directory of initdb and pg_ctl
 	runAs string // user to run the server as when we are root; "" otherwise
@@ -235,6 +239,9 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 		name = "runuser"
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// The server must outlive a Ctrl-C aimed at our process group until we
