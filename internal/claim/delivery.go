@@ -469,7 +469,9 @@ WITH v AS (
         result = CASE WHEN v.status = 'completed' THEN v.result::jsonb END,
         updated_at = now()
     FROM v
-    WHERE d.ctid = v.tid
+    -- The ctids as an array as well: a TID scan whatever the planner
+    -- thinks of the table's size (see TestJobEndsFollowPrimaryKeysOnSmallTables).
+    WHERE d.ctid = ANY (ARRAY(SELECT tid FROM v)) AND d.ctid = v.tid
     RETURNING v.i, d.provider, d.event_id, d.route, d.status, v.attempts, v.error
 ), history AS (
     INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
@@ -479,10 +481,18 @@ WITH v AS (
         WITH ORDINALITY AS h(attempt, started_at, duration_ms, status_code, response, i) ON h.i = r.i
     WHERE h.attempt IS NOT NULL
 ), claims AS (
-    SELECT provider, event_id, sum(attempts) AS attempts,
-           (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
-    FROM recorded
-    GROUP BY provider, event_id
+    -- Each claim's row, found through the primary key (the caller holds
+    -- its lock, so it stays where it is) and updated through its ctid.
+    SELECT g.*, e.tid
+    FROM (
+        SELECT provider, event_id, sum(attempts) AS attempts,
+               (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
+        FROM recorded
+        GROUP BY provider, event_id) g
+    CROSS JOIN LATERAL (
+        SELECT e.ctid AS tid FROM webhook_event_claims e
+        WHERE e.provider = g.provider AND e.event_id = g.event_id
+        LIMIT 1) e
 ), rolled AS (
     UPDATE webhook_event_claims c SET
         status = s.status,
@@ -506,7 +516,7 @@ WITH v AS (
         FROM webhook_deliveries d
         LEFT JOIN recorded r ON r.provider = d.provider AND r.event_id = d.event_id AND r.route = d.route
         WHERE d.provider = v.provider AND d.event_id = v.event_id) s
-    WHERE c.provider = v.provider AND c.event_id = v.event_id AND c.status <> 'ignored'
+    WHERE c.ctid = ANY (ARRAY(SELECT tid FROM claims)) AND c.ctid = v.tid AND c.status <> 'ignored'
 )
 SELECT i FROM recorded`
 

@@ -24,7 +24,6 @@ import (
 // processing delivery for every batch.
 func TestJobEndsFollowPrimaryKeysWhenStatisticsLag(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	tx := dbtest.Tx(t)
 	const n = 5000
 	for _, q := range []string{
@@ -41,15 +40,50 @@ SELECT '{}', 'hookgate.delivery', 10, 'completed', 1, now(), now() FROM generate
 		`UPDATE webhook_deliveries SET status = 'processing', completed_at = NULL`,
 		`UPDATE river_job SET state = 'running', finalized_at = NULL`,
 	} {
-		_, err := tx.Exec(ctx, q)
+		_, err := tx.Exec(context.Background(), q)
 		require.NoError(t, err, q)
 	}
+	requireJobEndsByKeys(t, tx, 8, func(i int) int { return 1000 + i*400 })
+}
 
-	const batch = 8
+// TestJobEndsFollowPrimaryKeysOnSmallTables plans the same statements as
+// the worker's prepared statements keep them: generic plans, made while
+// the tables held a few thousand rows with their statistics up to date,
+// for a batch of 128 ends (a drain's). Updating through a join, Postgres
+// found a hash join over a scan of every delivery, claim or job cheaper
+// than 128 lookups at that size, and so read each table whole for every
+// batch, more as it grew, until its plan changed.
+func TestJobEndsFollowPrimaryKeysOnSmallTables(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.Tx(t)
+	const n = 3000
+	for _, q := range []string{
+		fmt.Sprintf(`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type)
+SELECT 'stripe', 'evt_' || g, 'invoice.paid', 'processing', '{}', 'application/json' FROM generate_series(1, %d) g`, n),
+		fmt.Sprintf(`INSERT INTO webhook_deliveries (provider, event_id, route, status)
+SELECT 'stripe', 'evt_' || g, 'ship', 'processing' FROM generate_series(1, %d) g`, n),
+		fmt.Sprintf(`INSERT INTO river_job (args, kind, max_attempts, state, attempt, attempted_at)
+SELECT '{}', 'hookgate.delivery', 10, 'running', 1, now() FROM generate_series(1, %d) g`, n),
+		`ANALYZE webhook_event_claims, webhook_deliveries, river_job`,
+		`SET LOCAL plan_cache_mode = force_generic_plan`,
+	} {
+		_, err := tx.Exec(context.Background(), q)
+		require.NoError(t, err, q)
+	}
+	requireJobEndsByKeys(t, tx, 128, func(i int) int { return 1 + i*20 })
+}
+
+// requireJobEndsByKeys plans each statement that ends a batch of jobs, for
+// a batch of the deliveries of evt_<event(i)> (route ship) and the batch's
+// number of the latest jobs, and fails if a plan scans a table or reads an
+// index other than a primary key.
+func requireJobEndsByKeys(t *testing.T, tx pgx.Tx, batch int, event func(i int) int) {
+	t.Helper()
+	ctx := context.Background()
 	providers, ids, routes, statuses := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
 	counts, spent, jobs, attempts := make([]int32, batch), make([]int32, batch), make([]int64, batch), make([]int32, batch)
 	for i := range batch {
-		providers[i], ids[i], routes[i], statuses[i] = "stripe", fmt.Sprintf("evt_%d", 1000+i*400), "ship", "completed"
+		providers[i], ids[i], routes[i], statuses[i] = "stripe", fmt.Sprintf("evt_%d", event(i)), "ship", "completed"
 		counts[i], attempts[i] = 1, 1
 	}
 	require.NoError(t, tx.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM river_job ORDER BY id DESC LIMIT $1) j`, batch).Scan(&jobs))
