@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/ingest"
 )
 
 // TestGroupCommitNoAckBeforeCommit kills Postgres (a cluster of the test's
@@ -47,10 +48,10 @@ CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON webhook_event_claims
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_commit();`)
 	require.NoError(t, err)
 
-	// Hold every claim transaction ingest runs at once (four) on keys the
-	// test inserted without committing, so the five requests queue behind
-	// them and then share the next batch.
-	const held = 4
+	// Hold every claim transaction ingest runs at once on keys the test
+	// inserted without committing, so the five requests queue behind them
+	// and then share the next batch.
+	const held = ingest.DefaultGroupConcurrency
 	tx, err := s.pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })

@@ -10,13 +10,14 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
-// defaultConcurrency is two claim transactions at once: one executes while
-// the other's commit is flushed. More only split the waiting requests into
-// smaller batches, each paying a transaction's round trips and commit: at
-// 64 senders, 4 at once made batches of 8 and cost Postgres a third more
-// CPU per event than 2 (batches of 20), on a fast disk and on one whose
-// flush takes 5 ms alike (docs/benchmarks.md, "Claim transactions at once").
-const defaultConcurrency = 2
+// DefaultGroupConcurrency is two claim transactions at once: one executes
+// while the other's commit is flushed. More only split the waiting
+// requests into smaller batches, each paying a transaction's round trips
+// and commit: at 64 senders, four at once made batches of 8 and cost
+// Postgres 27 – 41 % more CPU per event than two (batches of 20), on a fast
+// disk and on one whose flush takes 5 ms alike (docs/benchmarks.md, "Claim
+// transactions at once").
+const DefaultGroupConcurrency = 2
 
 // groupMax caps how many claims share one transaction. Each carries its
 // payload (up to ingest.max_body_bytes), which the statement copies once
@@ -31,7 +32,7 @@ type GroupOptions struct {
 	// Concurrency is how many claim transactions run at once: while one
 	// waits for its commit to reach the disk, the next executes. Their
 	// claims go in key order, so two batches sharing keys wait for each
-	// other rather than deadlock. Zero means defaultConcurrency.
+	// other rather than deadlock. Zero means DefaultGroupConcurrency.
 	Concurrency int
 	// Observe, if set, is told each batch's size.
 	Observe func(n int)
@@ -63,7 +64,7 @@ type Group struct {
 // NewGroup returns a group over s.
 func NewGroup(s *claim.Store, o GroupOptions) *Group {
 	g := &Group{store: s}
-	g.batch = batch.Combiner[claim.Request, claim.Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, defaultConcurrency),
+	g.batch = batch.Combiner[claim.Request, claim.Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, DefaultGroupConcurrency),
 		Timeout: o.Timeout, Run: g.run, Isolate: batch.Refused, Observe: o.Observe}
 	return g
 }
