@@ -486,7 +486,8 @@ WITH v AS (
     SELECT g.*, e.tid
     FROM (
         SELECT provider, event_id, sum(attempts) AS attempts,
-               (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error
+               (array_agg(error ORDER BY i DESC) FILTER (WHERE error IS NOT NULL))[1] AS error,
+               array_agg(route) AS routes, array_agg(status) AS statuses
         FROM recorded
         GROUP BY provider, event_id) g
     CROSS JOIN LATERAL (
@@ -513,8 +514,10 @@ WITH v AS (
                     WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) = 'waiting') > 0    THEN 'processing'
                     WHEN count(*) FILTER (WHERE coalesce(r.status, d.status) <> 'skipped') = 0   THEN 'ignored'
                     ELSE 'completed' END AS status
+        -- The claim's deliveries recorded just now, from its own arrays:
+        -- a join with recorded would read the whole batch per claim.
         FROM webhook_deliveries d
-        LEFT JOIN recorded r ON r.provider = d.provider AND r.event_id = d.event_id AND r.route = d.route
+        LEFT JOIN unnest(v.routes, v.statuses) AS r(route, status) ON r.route = d.route
         WHERE d.provider = v.provider AND d.event_id = v.event_id) s
     WHERE c.ctid = ANY (ARRAY(SELECT tid FROM claims)) AND c.ctid = v.tid AND c.status <> 'ignored'
 )
