@@ -138,6 +138,7 @@ COMMIT;
 // phase, BENCH_PGBENCH_SECONDS (default 10).
 func BenchmarkSystem(b *testing.B) {
 	n := envInt("BENCH_SYSTEM_EVENTS", 10000)
+	flush := slowFlush(b) // read first: a bad value fails at once, not after the run
 	db := dbtest.NewDB(b)
 	bins := buildBinaries(b)
 	pg := postmaster(b, db.Pool)
@@ -306,8 +307,8 @@ func BenchmarkSystem(b *testing.B) {
 	// latency of a slower disk, so that both kinds of disk are seen on any
 	// machine (BENCH_SLOW_FLUSH, default 4ms; 0 leaves it out).
 	var slow privateFigures
-	if slowFlush() > 0 {
-		slow = privateRun(b, bins, down, n, "evt_slowflush", slowFlush())
+	if flush > 0 {
+		slow = privateRun(b, bins, down, n, "evt_slowflush", flush)
 	}
 	b.StopTimer()
 
@@ -345,7 +346,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
 	fmt.Fprintf(out, "\nthe worker's CPU profile over its drain at the defaults: %s (go tool pprof -top %s)\n%s", workerProfile, workerProfile, workerTop)
 	priv.print(out)
-	if slowFlush() > 0 {
+	if flush > 0 {
 		slow.print(out)
 	}
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
@@ -366,7 +367,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n", drain2/drain)
 	fmt.Fprintf(out, "  private cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
 		priv.ingest.rate()/priv.tps, priv.ingest.rate()/priv.ceiling, priv.drain/priv.ingest.rate())
-	if slowFlush() > 0 {
+	if flush > 0 {
 		fmt.Fprintf(out, "  slow-flush cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
 			slow.ingest.rate()/slow.tps, slow.ingest.rate()/slow.ceiling, slow.drain/slow.ingest.rate())
 		b.ReportMetric(slow.ingest.rate()/slow.tps, "slowflush_ingest/pgbench")
@@ -398,10 +399,12 @@ type pairRun struct {
 // server's flushes, BENCH_SLOW_FLUSH (a Go duration, default 4ms: one
 // commit then takes about 5 ms, the latency of a slower disk); 0 leaves
 // that cluster out.
-func slowFlush() time.Duration {
+func slowFlush(b *testing.B) time.Duration {
+	b.Helper()
 	d, err := time.ParseDuration(cmp.Or(os.Getenv("BENCH_SLOW_FLUSH"), "4ms"))
-	if err != nil {
-		panic(fmt.Sprintf("BENCH_SLOW_FLUSH: %v", err))
+	if err != nil || d < 0 {
+		b.Fatalf("BENCH_SLOW_FLUSH must be a duration such as 4ms, or 0 to leave the slow-flush cluster out; got %q",
+			os.Getenv("BENCH_SLOW_FLUSH"))
 	}
 	return d
 }
