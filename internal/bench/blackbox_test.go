@@ -94,7 +94,8 @@ type privateFigures struct {
 	ingest               phase
 	ingestCPU, ingestPG  float64 // per 1,000 events accepted
 	drain                float64
-	ceiling, setCeiling  float64 // events/s of pgbenchCeilingScript, pgbenchSetCeilingScript
+	ceiling              float64 // events/s of pgbenchCeilingScript
+	writes               pgbenchWrites
 	workerCPU, workerPG  float64 // per 1,000 events drained
 	ingestRSS, workerRSS int
 	floor                phase // one durable commit at 20/s
@@ -106,7 +107,7 @@ func (f privateFigures) print(out io.Writer) {
 	fmt.Fprintf(out, "%-40s p50 %7.2f ms  p99 %7.2f ms\n", "one commit, 20/s", ms(f.floor.pct(0.50)), ms(f.floor.pct(0.99)))
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", f.tps)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), f.ceiling)
-	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "the same, set-based, as ingest writes", f.setCeiling)
+	f.writes.print(out)
 	fmt.Fprintln(out, f.ingest)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", f.drain)
 	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining;"+
@@ -161,7 +162,8 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 	pg0 := pg.cpu()
 	tps, txs := runPgbench(b, dbURL)
 	f.tps, f.pgbenchPG = tps, (pg.cpu()-pg0)/float64(txs)*1000
-	f.ceiling, f.setCeiling = runPgbenchCeiling(b, dbURL), runPgbenchSetCeiling(b, dbURL)
+	f.ceiling = runPgbenchCeiling(b, dbURL)
+	f.writes = runPgbenchWrites(b, dbURL, pool, pg)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	ingest := startBinary(b, bins, "ingest", cfg, env)

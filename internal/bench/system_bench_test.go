@@ -104,6 +104,62 @@ FROM generate_series(1, %[1]d) g;
 COMMIT;
 `, ceilingEvents)
 
+// pgbenchDrainScript is the drain's own writes for ceilingEvents events, as
+// River and the worker make them, from ceilingClients pgbench clients: one
+// transaction marks that many available jobs running (what River's fetch
+// writes), the next completes their deliveries with a row of history each,
+// their claims and their jobs (what the worker's end writes). It leaves
+// out what a delivery reads (River's fetch through its queue index, the
+// load, the locks, the roll-up's count) and River's repeated completion.
+// Beside pgbenchSetCeilingScript, at the same 16 events a transaction, it
+// shows what the database itself gives the two phases: the writes of
+// delivering an event against those of accepting it. (The worker ends up
+// to 128 jobs a transaction, so its own database work per event can be
+// below this script's.)
+//
+// It drains the jobs the pgbench scripts above queued, which no worker
+// serves: their ids run from 1 on the fresh database, and each client
+// takes the next ceilingEvents of its own share (ids modulo
+// ceilingClients) by id, its cycle counted in :k (from 0). Every row is
+// found through its primary key with a LIMIT, and updated through its
+// ctid, as the worker's statements do: a generic plan made on the
+// template's empty statistics otherwise took River's queue index and read
+// every job taken before, or every pgbench delivery, for each cycle, and
+// the rate swung by a factor of twenty between runs.
+var pgbenchDrainScript = fmt.Sprintf(`\set base 1 + :client_id + %[2]d * %[1]d * :k
+\set k :k + 1
+BEGIN;
+WITH fetched AS (
+    UPDATE river_job
+    SET state = 'running', attempt = attempt + 1, attempted_at = now(), attempted_by = array_append(attempted_by, 'pgbench')
+    WHERE ctid = ANY (ARRAY(
+        SELECT x.tid FROM generate_series(0, %[1]d - 1) g
+        CROSS JOIN LATERAL (SELECT ctid AS tid, state, queue FROM river_job WHERE id = :base + %[2]d * g LIMIT 1) x
+        WHERE x.state = 'available' AND x.queue = 'bench_pgbench'))
+    RETURNING id, args
+)
+SELECT array_agg(id) AS ids, array_agg(args->>'event_id') AS events FROM fetched \gset
+COMMIT;
+BEGIN;
+UPDATE webhook_deliveries
+SET status = 'completed', attempt_count = attempt_count + 1, completed_at = now(), updated_at = now()
+WHERE ctid = ANY (ARRAY(
+    SELECT x.tid FROM unnest(:events::text[]) e
+    CROSS JOIN LATERAL (SELECT ctid AS tid FROM webhook_deliveries WHERE provider = 'pgbench' AND event_id = e AND route = 'sink' LIMIT 1) x));
+INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code)
+SELECT 'pgbench', e, 'sink', 1, now(), 1, 200 FROM unnest(:events::text[]) e;
+UPDATE webhook_event_claims
+SET status = 'completed', completed_at = now(), attempt_count = attempt_count + 1, updated_at = now()
+WHERE ctid = ANY (ARRAY(
+    SELECT x.tid FROM unnest(:events::text[]) e
+    CROSS JOIN LATERAL (SELECT ctid AS tid FROM webhook_event_claims WHERE provider = 'pgbench' AND event_id = e LIMIT 1) x));
+UPDATE river_job SET state = 'completed', finalized_at = now()
+WHERE ctid = ANY (ARRAY(
+    SELECT x.tid FROM unnest(:ids::bigint[]) i
+    CROSS JOIN LATERAL (SELECT ctid AS tid FROM river_job WHERE id = i LIMIT 1) x));
+COMMIT;
+`, ceilingEvents, ceilingClients)
+
 // BenchmarkSystem runs the binaries as an operator would, on one database
 // in one run, beside the baselines the targets are stated against:
 //
@@ -111,6 +167,9 @@ COMMIT;
 //   - the batched-commit ceiling: the same writes, 16 events a transaction,
 //     8 pgbench clients (pgbenchCeilingScript), and the same again with
 //     ingest's set-based statements (pgbenchSetCeilingScript);
+//   - the drain's writes at the same 16 events a transaction
+//     (pgbenchDrainScript), beside ingest's set-based ones: the database's
+//     own ratio between delivering and accepting;
 //   - ingest alone (no worker), 64 keep-alive senders, unique Stripe events;
 //   - the same with every request a copy of one event;
 //   - River draining no-op jobs with the worker's settings, in-process;
@@ -129,8 +188,9 @@ COMMIT;
 //     every flush is slowed to a slower disk's latency (slowFlush).
 //
 // It profiles ingest's CPU over the unique-events phase and the worker's
-// over its drain at the defaults (cpuProfilePath), and counts the
-// senders' own CPU (this process's) over the unique-events phase.
+// over its drain at the defaults (cpuProfilePath), and counts this
+// process's own CPU: the senders' over the unique-events phase, the
+// downstream's over the drain.
 //
 // It reports CPU-seconds per 1,000 events (from /proc: the binaries and the
 // Postgres server's processes), peak RSS, and prints the ratios against
@@ -166,7 +226,8 @@ func BenchmarkSystem(b *testing.B) {
 	pgP0 := pg.cpu()
 	tps, txs := runPgbench(b, db.URL)
 	pgbenchPG := pg.cpu() - pgP0
-	ceiling, setCeiling := runPgbenchCeiling(b, db.URL), runPgbenchSetCeiling(b, db.URL)
+	ceiling := runPgbenchCeiling(b, db.URL)
+	writes := runPgbenchWrites(b, db.URL, db.Pool, pg)
 
 	ingest := startBinary(b, bins, "ingest", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+profile))
 	url := ingest.base + "/webhooks/stripe"
@@ -195,11 +256,11 @@ func BenchmarkSystem(b *testing.B) {
 
 	// The worker drains ingest's backlog.
 	backlog := 4*concurrency + n + 1
-	pgW0 := pg.cpu()
+	pgW0, selfW0 := pg.cpu(), selfCPU()
 	worker := startBinary(b, bins, "worker", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+workerProfile))
 	worker.signal(b, syscall.SIGUSR1)
 	waitDrained(b, db.Pool, down, backlog)
-	workerCPU, workerPG := cpuOf(worker.pid()), pg.cpu()-pgW0
+	workerCPU, workerPG, sinkCPU := cpuOf(worker.pid()), pg.cpu()-pgW0, selfCPU()-selfW0
 	worker.signal(b, syscall.SIGUSR2)
 	workerTop := profileTop(b, workerProfile)
 	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
@@ -319,7 +380,7 @@ func BenchmarkSystem(b *testing.B) {
 		concurrency, n, workerConcurrency(), sizedConcurrency())
 	fmt.Fprintf(out, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", tps)
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), ceiling)
-	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "the same, set-based, as ingest writes", setCeiling)
+	writes.print(out)
 	for _, p := range []phase{a, st, pair.phase, sizedPair.phase, a2} {
 		fmt.Fprintln(out, p)
 	}
@@ -340,7 +401,8 @@ func BenchmarkSystem(b *testing.B) {
 		" (%d slots: %.2f + %.2f)\n", per1k(ingestCPU, n), per1k(ingestPG, n), per1k(workerCPU, backlog), per1k(workerPG, backlog),
 		sizedConcurrency(), per1k(sizedCPU, n), per1k(sizedPG, n))
 	fmt.Fprintf(out, "CPU-s per 1,000 events, pgbench's per-event transaction: Postgres %.2f\n", per1k(pgbenchPG, txs))
-	fmt.Fprintf(out, "CPU-s per 1,000 events, the senders (this process) while ingest accepts: %.2f\n", per1k(sendersCPU, n))
+	fmt.Fprintf(out, "CPU-s per 1,000 events, this process: the senders %.2f while ingest accepts, the downstream %.2f while the worker drains\n",
+		per1k(sendersCPU, n), per1k(sinkCPU, backlog))
 	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB (%d slots: %.0f MiB)\n",
 		mib(ingestRSS), mib(workerRSS), sizedConcurrency(), mib(sizedRSS))
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
@@ -351,12 +413,14 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
 	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
-	fmt.Fprintf(out, "  ingest / %d-a-commit ceiling      %5.2f  (>= 0.8); %.2f of the set-based writes\n", ceilingEvents, a.rate()/ceiling, a.rate()/setCeiling)
+	fmt.Fprintf(out, "  ingest / %d-a-commit ceiling      %5.2f  (>= 0.8); %.2f of the set-based writes\n", ceilingEvents, a.rate()/ceiling, a.rate()/writes.ingest)
 	fmt.Fprintf(out, "  ingest p99 at %d senders         %5.1f ms (<= 50 ms)\n", concurrency, ms(a.pct(0.99)))
 	fmt.Fprintf(out, "  storm / new events               %5.2f  (>= 1.5)\n", st.rate()/a.rate())
 	fmt.Fprintf(out, "  worker drain / ingest            %5.2f  (>= 1.0); %.2f at %d slots\n",
 		drain/a.rate(), sizedDrain/a.rate(), sizedConcurrency())
 	fmt.Fprintf(out, "  worker drain / River no-op       %5.2f\n", drain/riverRate)
+	fmt.Fprintf(out, "  worker drain / the drain's writes %4.2f; the drain's writes / ingest's %.2f (the database's own ratio)\n",
+		drain/writes.drain, writes.drain/writes.ingest)
 	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace); %.2f at %d slots\n",
 		float64(pair.kept)/float64(n), float64(sizedPair.kept)/float64(n), sizedConcurrency())
 	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
@@ -365,11 +429,15 @@ func BenchmarkSystem(b *testing.B) {
 		mib(ingestRSS), mib(workerRSS), mib(sizedRSS), sizedConcurrency())
 	fmt.Fprintf(out, "  2 ingest / 1 ingest              %5.2f\n", a2.rate()/a.rate())
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n", drain2/drain)
-	fmt.Fprintf(out, "  private cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
-		priv.ingest.rate()/priv.tps, priv.ingest.rate()/priv.ceiling, priv.drain/priv.ingest.rate())
+	fmt.Fprintf(out, "  private cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f;"+
+		" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f\n\n",
+		priv.ingest.rate()/priv.tps, priv.ingest.rate()/priv.ceiling, priv.drain/priv.ingest.rate(),
+		priv.drain/priv.writes.drain, priv.writes.drain/priv.writes.ingest)
 	if flush > 0 {
-		fmt.Fprintf(out, "  slow-flush cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f\n\n",
-			slow.ingest.rate()/slow.tps, slow.ingest.rate()/slow.ceiling, slow.drain/slow.ingest.rate())
+		fmt.Fprintf(out, "  slow-flush cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f;"+
+			" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f\n\n",
+			slow.ingest.rate()/slow.tps, slow.ingest.rate()/slow.ceiling, slow.drain/slow.ingest.rate(),
+			slow.drain/slow.writes.drain, slow.writes.drain/slow.writes.ingest)
 		b.ReportMetric(slow.ingest.rate()/slow.tps, "slowflush_ingest/pgbench")
 		b.ReportMetric(slow.ingest.rate()/slow.ceiling, "slowflush_ingest/ceiling")
 		b.ReportMetric(slow.drain/slow.ingest.rate(), "slowflush_drain/ingest")
@@ -378,12 +446,14 @@ func BenchmarkSystem(b *testing.B) {
 	b.ReportMetric(a.rate()/ceiling, "ingest/ceiling")
 	b.ReportMetric(priv.ingest.rate()/priv.ceiling, "private_ingest/ceiling")
 	b.ReportMetric(drain/a.rate(), "drain/ingest")
+	b.ReportMetric(writes.drain/writes.ingest, "drain_writes/ingest_writes")
 	b.ReportMetric(sizedDrain/a.rate(), "sized_drain/ingest")
 	b.ReportMetric(float64(pair.kept)/float64(n), "pair_delivered/accepted")
 	b.ReportMetric(float64(sizedPair.kept)/float64(n), "sized_pair_delivered/accepted")
 	b.ReportMetric(ms(lat.pct(0.99)), "light_p99_ms")
 	b.ReportMetric(priv.ingest.rate()/priv.tps, "private_ingest/pgbench")
 	b.ReportMetric(priv.drain/priv.ingest.rate(), "private_drain/ingest")
+	b.ReportMetric(priv.writes.drain/priv.writes.ingest, "private_drain_writes/ingest_writes")
 }
 
 // pairRun is a pair phase: ingest at full rate with the worker beside it;
@@ -463,26 +533,68 @@ func runPgbenchCeiling(b *testing.B, databaseURL string) float64 {
 	return tps * ceilingEvents
 }
 
-// runPgbenchSetCeiling runs pgbenchSetCeilingScript against databaseURL
-// and returns its rate in events per second.
-func runPgbenchSetCeiling(b *testing.B, databaseURL string) float64 {
+// pgbenchWrites are the two phases' writes alone, set-based, ceilingEvents
+// events at a time from ceilingClients clients: ingest's
+// (pgbenchSetCeilingScript) and the drain's (pgbenchDrainScript), in
+// events per second, with Postgres' CPU-seconds per 1,000 events.
+type pgbenchWrites struct {
+	ingest, drain     float64
+	ingestPG, drainPG float64
+}
+
+// runPgbenchWrites runs pgbenchSetCeilingScript, then pgbenchDrainScript on
+// the jobs the pgbench scripts queued.
+func runPgbenchWrites(b *testing.B, databaseURL string, pool *pgxpool.Pool, pg server) pgbenchWrites {
 	b.Helper()
-	tps, _ := runPgbenchScript(b, databaseURL, pgbenchSetCeilingScript, ceilingClients)
-	return tps * ceilingEvents
+	var w pgbenchWrites
+	pg0 := pg.cpu()
+	tps, txs := runPgbenchScript(b, databaseURL, pgbenchSetCeilingScript, ceilingClients)
+	w.ingest, w.ingestPG = tps*ceilingEvents, (pg.cpu()-pg0)/float64(txs*ceilingEvents)*1000
+	pg0 = pg.cpu()
+	var cycles int
+	w.drain, cycles = runPgbenchDrain(b, databaseURL, pool)
+	w.drainPG = (pg.cpu() - pg0) / float64(cycles*ceilingEvents) * 1000
+	return w
+}
+
+func (w pgbenchWrites) print(out io.Writer) {
+	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000)\n", "the same, set-based, as ingest writes", w.ingest, w.ingestPG)
+	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000)\n", "pgbench, the drain's writes", w.drain, w.drainPG)
+}
+
+// runPgbenchDrain runs pgbenchDrainScript against databaseURL and returns
+// its rate in events per second. It fails unless every cycle drained
+// ceilingEvents jobs: the queued jobs ran out, or their ids have gaps.
+func runPgbenchDrain(b *testing.B, databaseURL string, pool *pgxpool.Pool) (float64, int) {
+	b.Helper()
+	count := func() int {
+		var n int
+		if err := pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM river_job WHERE queue = 'bench_pgbench' AND state = 'completed'`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	tps, txs := runPgbenchScript(b, databaseURL, pgbenchDrainScript, ceilingClients, "-D", "k=0")
+	if drained := count() - before; drained != txs*ceilingEvents {
+		b.Fatalf("pgbench drained %d jobs in %d cycles, want %d: the queued jobs ran out, or their ids have gaps", drained, txs, txs*ceilingEvents)
+	}
+	return tps * ceilingEvents, txs
 }
 
 // runPgbenchScript runs script from clients pgbench clients against
-// databaseURL for BENCH_PGBENCH_SECONDS and returns its rate and how many
-// transactions it ran.
-func runPgbenchScript(b *testing.B, databaseURL, sql string, clients int) (float64, int) {
+// databaseURL for BENCH_PGBENCH_SECONDS, with pgbench's further args, and
+// returns its rate and how many transactions it ran.
+func runPgbenchScript(b *testing.B, databaseURL, sql string, clients int, args ...string) (float64, int) {
 	b.Helper()
 	script := filepath.Join(b.TempDir(), "claim.sql")
 	if err := os.WriteFile(script, []byte(sql), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	secs := envInt("BENCH_PGBENCH_SECONDS", 10)
-	out, err := exec.Command("pgbench", "-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2",
-		"-T", strconv.Itoa(secs), "-f", script, databaseURL).CombinedOutput()
+	out, err := exec.Command("pgbench", append(append([]string{"-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2",
+		"-T", strconv.Itoa(secs), "-f", script}, args...), databaseURL)...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("pgbench: %v\n%s", err, out)
 	}
