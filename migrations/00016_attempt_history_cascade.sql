@@ -45,13 +45,21 @@ $$;
 -- Takes the claim table's lock alone (SHARE ROW EXCLUSIVE, for a moment).
 -- SHARE UPDATE EXCLUSIVE first: it conflicts with an autovacuum of the
 -- table, not with ingest's writes, so the wait for the autovacuum to be
--- cancelled (deadlock_timeout, 1 s by default) holds nobody up; the
--- stronger lock's request, which ingest's writes would queue behind, is
--- made only once no autovacuum holds the table.
+-- cancelled holds nobody up; the stronger lock's request, which ingest's
+-- writes would queue behind, is made only once no autovacuum holds the
+-- table. Postgres cancels the autovacuum only after deadlock_timeout (1 s
+-- by default), so that wait is given a minute: the session's lock_timeout,
+-- which docs/operations.md sets below a second, would end every such wait
+-- in a lock timeout while an autovacuum runs. The stronger lock's wait is
+-- given the session's lock_timeout back.
 -- +goose StatementBegin
 DO $$
+DECLARE
+    writers_wait text := current_setting('lock_timeout');
 BEGIN
+    PERFORM set_config('lock_timeout', '1min', true);
     LOCK TABLE webhook_event_claims IN SHARE UPDATE EXCLUSIVE MODE;
+    PERFORM set_config('lock_timeout', writers_wait, true);
     CREATE OR REPLACE TRIGGER webhook_attempts_delete_with_claims
         AFTER DELETE ON webhook_event_claims
         REFERENCING OLD TABLE AS gone
@@ -70,8 +78,12 @@ $$;
 -- make test's load).
 -- +goose StatementBegin
 DO $$
+DECLARE
+    writers_wait text := current_setting('lock_timeout');
 BEGIN
+    PERFORM set_config('lock_timeout', '1min', true);
     LOCK TABLE webhook_deliveries, webhook_attempts IN SHARE UPDATE EXCLUSIVE MODE;
+    PERFORM set_config('lock_timeout', writers_wait, true);
     LOCK TABLE webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE;
     ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_provider_event_id_route_fkey;
 END
