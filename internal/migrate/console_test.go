@@ -5,14 +5,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/migrate"
-	"github.com/hookgate/hookgate/migrations"
 )
 
 // An index that an interrupted CONCURRENTLY build of migration 12 left
@@ -21,16 +16,8 @@ import (
 func TestConsoleIndexesFinishAfterAnInterruption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.NewEmptyDB(t))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
 	logger := slog.New(slog.DiscardHandler)
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { _ = db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 12) // the later migrations come after the interrupted one
-	require.NoError(t, err)
+	_, pool := migratedTo(t, 12) // the later migrations come after the interrupted one
 
 	// What an interruption leaves: the index marked invalid, the version
 	// not recorded.

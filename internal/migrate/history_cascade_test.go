@@ -8,13 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/migrate"
-	"github.com/hookgate/hookgate/migrations"
 )
 
 // Migration 16 waits out a SHARE UPDATE EXCLUSIVE holder of either table
@@ -31,16 +27,7 @@ func TestHistoryCascadeWaitsOutVacuumNotWriters(t *testing.T) {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := dbtest.NewEmptyDB(t)
-			pool, err := pgxpool.New(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
-			db := stdlib.OpenDBFromPool(pool)
-			t.Cleanup(func() { _ = db.Close() })
-			p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-			require.NoError(t, err)
-			_, err = p.UpTo(ctx, 15)
-			require.NoError(t, err)
+			url, pool := migratedTo(t, 15)
 
 			holder, err := pgx.Connect(ctx, url)
 			require.NoError(t, err)

@@ -6,17 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/migrate"
-	"github.com/hookgate/hookgate/migrations"
 )
-
-func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // Claims stored before terminal_at existed get it from when they last
 // changed: completed_at for completed ones, updated_at for failed and
@@ -24,17 +17,9 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 func TestTerminalAtOfExistingClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.NewEmptyDB(t))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { _ = db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 1)
-	require.NoError(t, err)
+	_, pool := migratedTo(t, 1)
 
-	_, err = pool.Exec(ctx, `
+	_, err := pool.Exec(ctx, `
 INSERT INTO webhook_event_claims (provider, event_id, event_type, status, first_seen_at, updated_at, completed_at) VALUES
     ('p', 'completed',  't', 'completed',  '2026-01-01T00:00:00Z', '2026-01-03T00:00:00Z', '2026-01-02T00:00:00Z'),
     ('p', 'failed',     't', 'failed',     '2026-01-01T00:00:00Z', '2026-01-04T00:00:00Z', NULL),
