@@ -50,7 +50,12 @@ type bundle struct {
 }
 
 // setup returns a bundle over a rolled-back transaction: cheap, and enough
-// for every test that needs no second connection.
+// for every test that needs no second connection. The transactions of
+// parallel tests share one database, and a unique index sees uncommitted
+// rows: a test that claims an event id (per provider) or takes a business
+// key (per route) that another test's transaction holds waits for it to
+// end. Two tests that share two such values can take them in opposite
+// orders and deadlock, so a test shares at most one with any other.
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	tx := dbtest.Tx(t)

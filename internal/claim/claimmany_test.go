@@ -59,11 +59,11 @@ func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 	b.claimed(t, "evt_old", "ship")
 
 	reqs := []*request{
-		{ev: event("evt_a"), routes: []string{"ship", "mail"}},
-		{ev: event("evt_a"), routes: []string{"ship", "mail"}},
-		{ev: event("evt_a"), routes: []string{"ship", "mail"}},
-		{ev: event("evt_b"), routes: []string{"ledger"}},
-		{ev: event("evt_b"), routes: []string{"ledger"}},
+		{ev: event("evt_dup_a"), routes: []string{"ship", "mail"}},
+		{ev: event("evt_dup_a"), routes: []string{"ship", "mail"}},
+		{ev: event("evt_dup_a"), routes: []string{"ship", "mail"}},
+		{ev: event("evt_dup_b"), routes: []string{"ledger"}},
+		{ev: event("evt_dup_b"), routes: []string{"ledger"}},
 		{ev: event("evt_none")},
 		{ev: event("evt_old"), routes: []string{"ship"}},
 	}
@@ -74,8 +74,8 @@ func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 		require.NoError(t, r.err)
 		outcomes[r.ev.ID] = append(outcomes[r.ev.ID], r.res.Decision)
 	}
-	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate, claim.Duplicate}, outcomes["evt_a"])
-	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate}, outcomes["evt_b"])
+	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate, claim.Duplicate}, outcomes["evt_dup_a"])
+	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate}, outcomes["evt_dup_b"])
 	require.Equal(t, []claim.Decision{claim.ClaimedIgnored}, outcomes["evt_none"])
 	require.Equal(t, []claim.Decision{claim.Duplicate}, outcomes["evt_old"])
 	for _, r := range reqs {
@@ -91,7 +91,7 @@ func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 		}
 	}
 
-	for id, routes := range map[string][]string{"evt_a": {"mail", "ship"}, "evt_b": {"ledger"}, "evt_none": nil} {
+	for id, routes := range map[string][]string{"evt_dup_a": {"mail", "ship"}, "evt_dup_b": {"ledger"}, "evt_none": nil} {
 		c, ds := b.get(t, id)
 		require.Len(t, ds, len(routes), id)
 		want := claim.Processing
@@ -105,7 +105,7 @@ func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 	}
 	require.Equal(t, 2+1, count(t, b.conn, `SELECT count(*) FROM river_job WHERE args->>'event_id' <> 'evt_old'`),
 		"one job per delivery of each claim won")
-	for _, j := range []claim.DeliveryArgs{{EventID: "evt_a", Route: "ship"}, {EventID: "evt_a", Route: "mail"}, {EventID: "evt_b", Route: "ledger"}} {
+	for _, j := range []claim.DeliveryArgs{{EventID: "evt_dup_a", Route: "ship"}, {EventID: "evt_dup_a", Route: "mail"}, {EventID: "evt_dup_b", Route: "ledger"}} {
 		require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM river_job
 WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attempts = $4 AND queue = $5`,
 			claim.DeliveryKind, j.EventID, j.Route, maxAttempts(j.Route), claim.Queue(j.Route)),
@@ -118,12 +118,12 @@ WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attem
 func TestClaimManyReopensAlone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.claimed(t, "evt_failed", "ship")
-	b.record(t, key("evt_failed", "ship"), reject)
+	b.claimed(t, "evt_reopen_failed", "ship")
+	b.record(t, key("evt_reopen_failed", "ship"), reject)
 
 	reqs := []*request{
-		{ev: event("evt_failed"), routes: []string{"ship"}, reopen: true},
-		{ev: event("evt_new"), routes: []string{"ship"}, reopen: true},
+		{ev: event("evt_reopen_failed"), routes: []string{"ship"}, reopen: true},
+		{ev: event("evt_reopen_new"), routes: []string{"ship"}, reopen: true},
 	}
 	b.claimMany(t, reqs)
 	require.NoError(t, reqs[0].err)
@@ -131,7 +131,7 @@ func TestClaimManyReopensAlone(t *testing.T) {
 	require.Equal(t, 1, reqs[0].res.Deliveries)
 	require.NoError(t, reqs[1].err)
 	require.Equal(t, claim.Claimed, reqs[1].res.Decision)
-	c, _ := b.get(t, "evt_failed")
+	c, _ := b.get(t, "evt_reopen_failed")
 	require.Equal(t, claim.Processing, c.Status)
 }
 
@@ -222,17 +222,18 @@ WHERE event_id <> 'evt_g_gzip' AND content_encoding <> ''`))
 func TestClaimManyBusinessKeysInOneBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", orderKey), []string{"ship"}, true)
+	const batchOrderKey = `["invoice.paid","in_batch"]`
+	res, err := b.store.Claim(t.Context(), keyed("evt_bkm_old", "ship", batchOrderKey), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 
 	const shared = `["invoice.paid","in_2"]`
-	missing := event("evt_bk_missing")
+	missing := event("evt_bkm_missing")
 	missing.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
 	reqs := []*request{
-		{ev: keyed("evt_bk_b", "ship", shared), routes: []string{"ship"}},
-		{ev: keyed("evt_bk_a", "ship", shared, "mail", shared), routes: []string{"ship", "mail"}},
-		{ev: keyed("evt_bk_c", "ship", orderKey), routes: []string{"ship", "mail"}},
+		{ev: keyed("evt_bkm_b", "ship", shared), routes: []string{"ship"}},
+		{ev: keyed("evt_bkm_a", "ship", shared, "mail", shared), routes: []string{"ship", "mail"}},
+		{ev: keyed("evt_bkm_c", "ship", batchOrderKey), routes: []string{"ship", "mail"}},
 		{ev: missing, routes: []string{"ship", "mail"}},
 		{ev: event("evt_plain"), routes: []string{"ship"}},
 	}
@@ -241,12 +242,12 @@ func TestClaimManyBusinessKeysInOneBatch(t *testing.T) {
 		require.NoError(t, r.err, r.ev.ID)
 	}
 
-	// One of evt_bk_a and evt_bk_b holds the shared ship key; the other is skipped.
+	// One of evt_bkm_a and evt_bkm_b holds the shared ship key; the other is skipped.
 	var holder string
 	require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT event_id FROM webhook_business_keys
 WHERE route = 'ship' AND business_key = $1`, shared).Scan(&holder))
 	require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM webhook_business_keys
-WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), "the mail key is evt_bk_a's alone")
+WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bkm_a'`, shared), "the mail key is evt_bkm_a's alone")
 	var jobs []claim.DeliveryArgs
 	for _, r := range reqs[:2] {
 		c, ds := b.get(t, r.ev.ID)
@@ -259,7 +260,7 @@ WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), 
 		require.Equal(t, []string{"ship"}, r.res.Skipped, r.ev.ID)
 		require.Equal(t, claim.DeliverySkipped, ds["ship"].Status)
 		require.Equal(t, reason, ds["ship"].LastError, "the in-batch holder is named")
-		if r.ev.ID == "evt_bk_b" {
+		if r.ev.ID == "evt_bkm_b" {
 			require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, r.res)
 			require.Equal(t, claim.Ignored, c.Status, "all skipped: settled as ignored")
 			require.Equal(t, reason, c.LastError)
@@ -268,23 +269,23 @@ WHERE route = 'mail' AND business_key = $1 AND event_id = 'evt_bk_a'`, shared), 
 		}
 	}
 	jobs = append(jobs, args(holder, "ship")...)
-	jobs = append(jobs, args("evt_bk_a", "mail")...)
+	jobs = append(jobs, args("evt_bkm_a", "mail")...)
 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, reqs[2].res)
-	_, ds := b.get(t, "evt_bk_c")
-	require.Equal(t, "business key is held by stripe/evt_bk_old", ds["ship"].LastError, "the committed holder is named")
-	jobs = append(jobs, args("evt_bk_c", "mail")...)
+	_, ds := b.get(t, "evt_bkm_c")
+	require.Equal(t, "business key is held by stripe/evt_bkm_old", ds["ship"].LastError, "the committed holder is named")
+	jobs = append(jobs, args("evt_bkm_c", "mail")...)
 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, reqs[3].res)
-	c, ds := b.get(t, "evt_bk_missing")
+	c, ds := b.get(t, "evt_bkm_missing")
 	require.Equal(t, claim.DeliveryFailed, ds["ship"].Status)
 	require.True(t, ds["ship"].BusinessKeyMissing)
 	require.Equal(t, "business key: json:data.object.id is missing", c.LastError)
-	jobs = append(jobs, args("evt_bk_missing", "mail")...)
+	jobs = append(jobs, args("evt_bkm_missing", "mail")...)
 
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, reqs[4].res)
 	jobs = append(jobs, args("evt_plain", "ship")...)
-	jobs = append(jobs, args("evt_bk_old", "ship")...)
+	jobs = append(jobs, args("evt_bkm_old", "ship")...)
 	b.requireJobs(t, jobs...)
 }
 
