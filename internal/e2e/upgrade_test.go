@@ -71,7 +71,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	locks := watchLocks(t, url)
 	started := time.Now()
 	// As docs/operations.md has operators run it: with a lock_timeout,
-	// and again after a lock timeout, which leaves nothing half-done.
+	// and again after a lock timeout, which a second run finishes.
 	var out []byte
 	for try := 1; ; try++ {
 		migrate := exec.Command(bins.worker, "migrate")
