@@ -48,16 +48,19 @@ $$;
 -- cancelled holds nobody up; the stronger lock's request, which ingest's
 -- writes would queue behind, is made only once no autovacuum holds the
 -- table. Postgres cancels the autovacuum only after deadlock_timeout (1 s
--- by default), so that wait is given a minute: the session's lock_timeout,
--- which docs/operations.md sets below a second, would end every such wait
--- in a lock timeout while an autovacuum runs. The stronger lock's wait is
--- given the session's lock_timeout back.
+-- by default), so that wait is given at least a minute: the session's
+-- lock_timeout, which docs/operations.md sets below a second, would end
+-- every such wait in a lock timeout while an autovacuum runs. A longer
+-- lock_timeout, or none (0, Postgres' default), is kept: an autovacuum to
+-- prevent wraparound is not cancelled, and can hold a large table for
+-- longer. The stronger lock's wait is given the session's lock_timeout back.
 -- +goose StatementBegin
 DO $$
 DECLARE
     writers_wait text := current_setting('lock_timeout');
 BEGIN
-    PERFORM set_config('lock_timeout', '1min', true);
+    PERFORM set_config('lock_timeout', CASE WHEN writers_wait::interval = interval '0'
+        OR writers_wait::interval > interval '1 min' THEN writers_wait ELSE '1min' END, true);
     LOCK TABLE webhook_event_claims IN SHARE UPDATE EXCLUSIVE MODE;
     PERFORM set_config('lock_timeout', writers_wait, true);
     CREATE OR REPLACE TRIGGER webhook_attempts_delete_with_claims
@@ -81,7 +84,8 @@ DO $$
 DECLARE
     writers_wait text := current_setting('lock_timeout');
 BEGIN
-    PERFORM set_config('lock_timeout', '1min', true);
+    PERFORM set_config('lock_timeout', CASE WHEN writers_wait::interval = interval '0'
+        OR writers_wait::interval > interval '1 min' THEN writers_wait ELSE '1min' END, true);
     LOCK TABLE webhook_deliveries, webhook_attempts IN SHARE UPDATE EXCLUSIVE MODE;
     PERFORM set_config('lock_timeout', writers_wait, true);
     LOCK TABLE webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE;

@@ -104,3 +104,69 @@ SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'webhook_attempts_pro
 		})
 	}
 }
+
+// Migration 16's minute behind a SHARE UPDATE EXCLUSIVE holder is a least,
+// not a cap: a session whose lock_timeout is longer, or 0 (no limit, which
+// is Postgres' default and what an operator who sets none runs with), keeps
+// waiting as it asked. An autovacuum to prevent wraparound is not cancelled
+// for a lock request, and can hold a large table for longer than a minute;
+// with the minute as a cap, a migrate run with no lock_timeout failed
+// behind it where it had waited before.
+func TestHistoryCascadeKeepsALongerLockTimeout(t *testing.T) {
+	t.Parallel()
+	const minute = time.Minute // the least migration 16 waits behind the holder
+	for _, table := range []string{"webhook_event_claims", "webhook_attempts"} {
+		t.Run(table, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url, pool := migratedTo(t, 15)
+
+			holder, err := pgx.Connect(ctx, url)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = holder.Close(context.Background()) })
+			hold, err := holder.Begin(ctx)
+			require.NoError(t, err)
+			_, err = hold.Exec(ctx, "LOCK TABLE "+table+" IN SHARE UPDATE EXCLUSIVE MODE")
+			require.NoError(t, err)
+
+			cfg, err := pgxpool.ParseConfig(url)
+			require.NoError(t, err)
+			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "0"
+			cfg.ConnConfig.RuntimeParams["application_name"] = "hookgate-migrate"
+			mpool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(t, err)
+			t.Cleanup(mpool.Close)
+			done := make(chan error, 1)
+			go func() {
+				_, err := migrate.Up(ctx, mpool, slog.New(slog.DiscardHandler))
+				done <- err
+			}()
+
+			var ended error
+			endedEarly := false
+			require.Eventually(t, func() bool {
+				select {
+				case ended = <-done:
+					endedEarly = true
+					return true
+				default:
+				}
+				var waited float64
+				err := pool.QueryRow(ctx, `
+SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE a.application_name = 'hookgate-migrate' AND a.datname = current_database()
+  AND NOT l.granted AND l.relation = $1::regclass`, table).Scan(&waited)
+				return err == nil && waited > (minute+3*time.Second).Seconds()
+			}, 3*minute, 200*time.Millisecond, "the migration waits behind the holder of %s", table)
+			require.False(t, endedEarly, "the migration ended while the holder still held %s: %v", table, ended)
+
+			require.NoError(t, hold.Commit(ctx))
+			require.NoError(t, <-done, "the migration applies once the holder is gone")
+			var trigger bool
+			require.NoError(t, pool.QueryRow(ctx,
+				`SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'webhook_attempts_delete_with_claims')`).Scan(&trigger))
+			require.True(t, trigger, "the history leaves with its claims")
+		})
+	}
+}
