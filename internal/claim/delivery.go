@@ -113,16 +113,20 @@ func (s *Store) LoadDeliveries(ctx context.Context, keys []Key) (ds []*Delivery,
 	for i, k := range keys {
 		providers[i], ids[i], routes[i] = k.Provider, k.EventID, k.Route
 	}
-	rows, err := s.db.Query(ctx, loadDeliveriesSQL, providers, ids, routes)
-	if err != nil {
-		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
-	}
 	type numbered struct {
 		I int
 		Delivery
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[numbered])
-	if err != nil {
+	// On its generic plan (genericPlansSQL): the batch is one implicit
+	// transaction, whose end ends the setting.
+	var b pgx.Batch
+	queueGenericPlans(&b)
+	var found []numbered
+	b.Queue(loadDeliveriesSQL, providers, ids, routes).Query(func(rows pgx.Rows) (err error) {
+		found, err = pgx.CollectRows(rows, pgx.RowToStructByPos[numbered])
+		return err
+	})
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("loading %d deliveries: %w", len(keys), err)
 	}
 	ds = make([]*Delivery, len(keys))
@@ -240,8 +244,11 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 			claims = append(claims, a)
 		}
 	}
+	// Both batches run on generic plans (genericPlansSQL), to their
+	// transaction's end.
 	if len(claims) == 0 {
 		var b pgx.Batch
+		queueGenericPlans(&b)
 		queueLockClaims(&b, attempts)
 		s.river().JobLockRunningMany(&b, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
@@ -256,6 +263,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 	// inserted (River's InsertManyFastTx) before the one commit.
 	err = s.inTx(ctx, func(tx *Store) error {
 		var b pgx.Batch
+		queueGenericPlans(&b)
 		queueLockClaims(&b, attempts)
 		tx.river().JobLockRunningMany(&b, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)

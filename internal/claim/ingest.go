@@ -520,14 +520,19 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 		for _, r := range rows {
 			r.won, r.replay, r.status, r.skipped, r.skipReason, r.unnamed, r.res = false, false, "", nil, nil, false, Result{}
 		}
-		res, err := tx.Query(ctx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
+		// The claim statement on its generic plan (genericPlansSQL), and
+		// the transaction's other statements as the session plans them.
+		var b pgx.Batch
+		queueGenericPlans(&b)
+		var answers []claimedRow
+		b.Queue(claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
 			lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing,
-			routeWaits, routeAncestors)
-		if err != nil {
-			return fmt.Errorf("inserting %d claims: %w", n, err)
-		}
-		answers, err := pgx.CollectRows(res, pgx.RowToStructByName[claimedRow])
-		if err != nil {
+			routeWaits, routeAncestors).Query(func(rows pgx.Rows) (err error) {
+			answers, err = pgx.CollectRows(rows, pgx.RowToStructByName[claimedRow])
+			return err
+		})
+		queueSessionPlans(&b)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return fmt.Errorf("inserting %d claims: %w", n, err)
 		}
 		for _, a := range answers {
