@@ -125,36 +125,10 @@ func (f privateFigures) print(out io.Writer) {
 // that long (testdata/slowflush.c, preloaded): a disk whose flush is slow.
 func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, flushDelay time.Duration) privateFigures {
 	b.Helper()
-	ctx := context.Background()
-	durable := []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}
-	c := dbtest.NewCluster(b)
-	c.Settings = append(c.Settings, durable...)
-	label := strings.Join(durable, ", ")
-	if flushDelay > 0 {
-		c.Env = []string{"LD_PRELOAD=" + slowFlushLibrary(b),
-			fmt.Sprintf("HOOKGATE_BENCH_FLUSH_DELAY_US=%d", flushDelay.Microseconds())}
-		label += fmt.Sprintf(", every flush %v slower", flushDelay)
-	}
-	if err := c.Stop(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Restart(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = c.Stop(ctx) }()
-	dbURL := c.URL("postgres")
 	cfg := writeConfig(b, down.URL, workerConcurrency())
+	dbURL, pool, label, stop := privateCluster(b, bins, cfg, flushDelay)
+	defer stop()
 	env := []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret}
-	migrate := exec.Command(filepath.Join(bins.dir, "ingest"), "migrate", "--config", cfg)
-	migrate.Env = append(os.Environ(), env...)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("ingest migrate on the private cluster: %v\n%s", err, out)
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
 	pg := postmaster(b, pool)
 	f := privateFigures{durable: label}
 	f.floor = commitLatency(b, pool, 100, 20)
@@ -179,6 +153,7 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 		unique[i] = signEvent(fmt.Sprintf("%s_%d", prefix, i))
 	}
 	cpu0, pg0 := cpuOf(ingest.pid()), pg.cpu()
+	var err error
 	f.ingest, err = hammer("ingest, unique events", n, func(i int) error { return postStripe(client, url, unique[i].body, unique[i].header) })
 	if err != nil {
 		b.Fatal(err)
@@ -195,6 +170,57 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 	worker.stop(b)
 	ingest.stop(b)
 	return f
+}
+
+// privateCluster starts a cluster of the benchmark's own with fsync,
+// synchronous_commit and full_page_writes on (pgcluster turns them off by
+// default), and with a flushDelay every fsync and fdatasync of its server
+// first sleeps that long (testdata/slowflush.c, preloaded). It migrates
+// the cluster's postgres database with `ingest migrate` and cfg, and
+// returns its URL, a pool on it, the settings as a label, and stop, which
+// closes the pool and stops the cluster (also done when the benchmark
+// ends).
+func privateCluster(b *testing.B, bins binaries, cfg string, flushDelay time.Duration) (
+	dbURL string, pool *pgxpool.Pool, label string, stop func()) {
+	b.Helper()
+	ctx := context.Background()
+	durable := []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}
+	c := dbtest.NewCluster(b)
+	c.Settings = append(c.Settings, durable...)
+	label = strings.Join(durable, ", ")
+	if flushDelay > 0 {
+		c.Env = []string{"LD_PRELOAD=" + slowFlushLibrary(b),
+			fmt.Sprintf("HOOKGATE_BENCH_FLUSH_DELAY_US=%d", flushDelay.Microseconds())}
+		label += fmt.Sprintf(", every flush %v slower", flushDelay)
+	}
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Restart(ctx); err != nil {
+		b.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			if pool != nil {
+				pool.Close()
+			}
+			_ = c.Stop(context.Background())
+		}
+	}
+	b.Cleanup(stop)
+	dbURL = c.URL("postgres")
+	migrate := exec.Command(filepath.Join(bins.dir, "ingest"), "migrate", "--config", cfg)
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "BENCH_STRIPE="+benchSecret)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("ingest migrate on the private cluster: %v\n%s", err, out)
+	}
+	var err error
+	if pool, err = pgxpool.New(ctx, dbURL); err != nil {
+		b.Fatal(err)
+	}
+	return dbURL, pool, label, stop
 }
 
 // slowFlushLibrary compiles testdata/slowflush.c with gcc into a directory
