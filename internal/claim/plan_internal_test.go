@@ -119,10 +119,28 @@ func requireJobEndsByKeys(t *testing.T, tx pgx.Tx, batch int, event func(i int) 
 type scan struct{ Type, Relation, Index string }
 
 // planScans returns the scans of the plan Postgres makes for sql with args.
+// Under plan_cache_mode force_generic_plan that is the generic plan, the
+// one a prepared statement runs on: EXPLAIN of sql with bound arguments
+// would plan with their values, whatever the setting, so the statement is
+// prepared and its plan read through EXPLAIN EXECUTE, which takes it from
+// the plan cache (with NULL for every argument, which a generic plan does
+// not look at).
 func planScans(t *testing.T, tx pgx.Tx, sql string, args ...any) []scan {
 	t.Helper()
+	ctx := context.Background()
+	var mode string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode))
 	var out []byte
-	require.NoError(t, tx.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&out))
+	if mode == "force_generic_plan" {
+		_, err := tx.Exec(ctx, "PREPARE plan_scans AS "+sql)
+		require.NoError(t, err)
+		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", len(args)), ", ")
+		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_scans("+nulls+")").Scan(&out))
+		_, err = tx.Exec(ctx, "DEALLOCATE plan_scans")
+		require.NoError(t, err)
+	} else {
+		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&out))
+	}
 	type node struct {
 		Type     string `json:"Node Type"`
 		Relation string `json:"Relation Name"`
