@@ -13,6 +13,59 @@ import (
 	"github.com/hookgate/hookgate/internal/migrate"
 )
 
+// migrationBehindHolder migrates a database at version 15 with the
+// session's lock_timeout set to lockTimeout while a transaction holds table
+// in SHARE UPDATE EXCLUSIVE (what an autovacuum holds), and returns once
+// the migration has waited behind it for longer than wait, failing if it
+// ended first. It returns a pool on the database, the holder's
+// transaction and the migration's end.
+func migrationBehindHolder(t *testing.T, table, lockTimeout string, wait time.Duration) (*pgxpool.Pool, pgx.Tx, <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	url, pool := migratedTo(t, 15)
+
+	holder, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close(context.Background()) })
+	hold, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = hold.Exec(ctx, "LOCK TABLE "+table+" IN SHARE UPDATE EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = lockTimeout
+	cfg.ConnConfig.RuntimeParams["application_name"] = "hookgate-migrate"
+	mpool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(mpool.Close)
+	done := make(chan error, 1)
+	go func() {
+		_, err := migrate.Up(ctx, mpool, slog.New(slog.DiscardHandler))
+		done <- err
+	}()
+
+	var ended error
+	endedEarly := false
+	require.Eventually(t, func() bool {
+		select {
+		case ended = <-done:
+			endedEarly = true
+			return true
+		default:
+		}
+		var waited float64
+		err := pool.QueryRow(ctx, `
+SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE a.application_name = 'hookgate-migrate' AND a.datname = current_database()
+  AND NOT l.granted AND l.relation = $1::regclass`, table).Scan(&waited)
+		return err == nil && waited > wait.Seconds()
+	}, wait+time.Minute, 20*time.Millisecond, "the migration waits behind the holder of %s", table)
+	require.False(t, endedEarly, "the migration ended while the holder still held %s: %v", table, ended)
+	return pool, hold, done
+}
+
 // Migration 16 waits out a SHARE UPDATE EXCLUSIVE holder of either table
 // it changes (what an autovacuum holds until Postgres cancels it, after
 // deadlock_timeout: a second by default) for longer than the session's
@@ -27,50 +80,10 @@ func TestHistoryCascadeWaitsOutVacuumNotWriters(t *testing.T) {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url, pool := migratedTo(t, 15)
-
-			holder, err := pgx.Connect(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = holder.Close(context.Background()) })
-			hold, err := holder.Begin(ctx)
-			require.NoError(t, err)
-			_, err = hold.Exec(ctx, "LOCK TABLE "+table+" IN SHARE UPDATE EXCLUSIVE MODE")
-			require.NoError(t, err)
-
-			cfg, err := pgxpool.ParseConfig(url)
-			require.NoError(t, err)
-			cfg.ConnConfig.RuntimeParams["lock_timeout"] = lockTimeout.String()
-			cfg.ConnConfig.RuntimeParams["application_name"] = "hookgate-migrate"
-			mpool, err := pgxpool.NewWithConfig(ctx, cfg)
-			require.NoError(t, err)
-			t.Cleanup(mpool.Close)
-			done := make(chan error, 1)
-			go func() {
-				_, err := migrate.Up(ctx, mpool, slog.New(slog.DiscardHandler))
-				done <- err
-			}()
-
 			// The migration waits behind the holder for twice its
 			// lock_timeout, and a writer of every table it changes gets its
 			// locks meanwhile, within a fifth of a second.
-			var ended error
-			endedEarly := false
-			require.Eventually(t, func() bool {
-				select {
-				case ended = <-done:
-					endedEarly = true
-					return true
-				default:
-				}
-				var waited float64
-				err := pool.QueryRow(ctx, `
-SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
-FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE a.application_name = 'hookgate-migrate' AND a.datname = current_database()
-  AND NOT l.granted AND l.relation = $1::regclass`, table).Scan(&waited)
-				return err == nil && waited > 2*lockTimeout.Seconds()
-			}, time.Minute, 20*time.Millisecond, "the migration waits behind the holder of %s", table)
-			require.False(t, endedEarly, "the migration ended while the holder still held %s: %v", table, ended)
+			pool, hold, done := migrationBehindHolder(t, table, lockTimeout.String(), 2*lockTimeout)
 			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				for _, q := range []string{
 					`SET LOCAL lock_timeout = '200ms'`,
@@ -119,48 +132,7 @@ func TestHistoryCascadeKeepsALongerLockTimeout(t *testing.T) {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url, pool := migratedTo(t, 15)
-
-			holder, err := pgx.Connect(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = holder.Close(context.Background()) })
-			hold, err := holder.Begin(ctx)
-			require.NoError(t, err)
-			_, err = hold.Exec(ctx, "LOCK TABLE "+table+" IN SHARE UPDATE EXCLUSIVE MODE")
-			require.NoError(t, err)
-
-			cfg, err := pgxpool.ParseConfig(url)
-			require.NoError(t, err)
-			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "0"
-			cfg.ConnConfig.RuntimeParams["application_name"] = "hookgate-migrate"
-			mpool, err := pgxpool.NewWithConfig(ctx, cfg)
-			require.NoError(t, err)
-			t.Cleanup(mpool.Close)
-			done := make(chan error, 1)
-			go func() {
-				_, err := migrate.Up(ctx, mpool, slog.New(slog.DiscardHandler))
-				done <- err
-			}()
-
-			var ended error
-			endedEarly := false
-			require.Eventually(t, func() bool {
-				select {
-				case ended = <-done:
-					endedEarly = true
-					return true
-				default:
-				}
-				var waited float64
-				err := pool.QueryRow(ctx, `
-SELECT coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)
-FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE a.application_name = 'hookgate-migrate' AND a.datname = current_database()
-  AND NOT l.granted AND l.relation = $1::regclass`, table).Scan(&waited)
-				return err == nil && waited > (minute+3*time.Second).Seconds()
-			}, 3*minute, 200*time.Millisecond, "the migration waits behind the holder of %s", table)
-			require.False(t, endedEarly, "the migration ended while the holder still held %s: %v", table, ended)
-
+			pool, hold, done := migrationBehindHolder(t, table, "0", minute+3*time.Second)
 			require.NoError(t, hold.Commit(ctx))
 			require.NoError(t, <-done, "the migration applies once the holder is gone")
 			var trigger bool
