@@ -30,12 +30,13 @@ func TestHotPathsPlanOnce(t *testing.T) {
 
 	type plans struct{ generic, custom int64 }
 	statements := map[string]string{
-		"claiming events":      claimManySQL,
-		"loading deliveries":   loadDeliveriesSQL,
-		"locking claims":       lockClaimsSQL,
-		"locking running jobs": lockRunningJobsSQL,
-		"recording attempts":   recordAttemptsSQL,
-		"completing jobs":      completeJobsSQL,
+		"claiming events":              claimManySQL,
+		"loading deliveries":           loadDeliveriesSQL,
+		"locking claims":               lockClaimsSQL,
+		"locking running jobs":         lockRunningJobsSQL,
+		"recording attempts":           recordAttemptsSQL,
+		"completing jobs":              completeJobsSQL,
+		"releasing waiting deliveries": releaseSQL,
 	}
 	read := func() map[string]plans {
 		got := map[string]plans{}
@@ -54,11 +55,20 @@ func TestHotPathsPlanOnce(t *testing.T) {
 	require.NoError(t, tx.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode))
 	before := read()
 
+	// In production the load's and the ends' batches are transactions of
+	// their own, and their setting ends with them; here they run inside
+	// the test's transaction, so each call starts from the session's value.
+	fresh := func() {
+		_, err := tx.Exec(ctx, `RESET plan_cache_mode`)
+		require.NoError(t, err)
+	}
+
 	const runs = 8
 	keys := make([]Key, runs)
 	for i := range runs {
 		id := fmt.Sprintf("evt_plan_once_%d", i)
 		keys[i] = Key{Provider: "stripe", EventID: id, Route: "ship"}
+		fresh()
 		_, err := store.ClaimMany(ctx, []Request{{Event: Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 			ContentType: "application/json", Payload: []byte(`{"id": "` + id + `"}`)}, Routes: []string{"ship"}}})
 		require.NoError(t, err)
@@ -67,15 +77,22 @@ func TestHotPathsPlanOnce(t *testing.T) {
 		require.Equal(t, mode, now, "the claim's transaction goes on with the session's plan_cache_mode")
 	}
 	for i := range runs {
+		fresh()
 		ds, err := store.LoadDeliveries(ctx, keys[i:i+1])
 		require.NoError(t, err)
 		require.NotNil(t, ds[0], "the delivery of %v loads", keys[i])
 	}
-	for i := range runs {
-		_, recorded, err := store.EndJobs(ctx, []Attempt{{Key: keys[i], Result: AttemptResult{Status: DeliveryCompleted, Attempted: true}}},
-			[]JobRun{{ID: int64(-1 - i), Attempt: 1}})
-		require.NoError(t, err)
-		require.False(t, recorded[0], "an attempt whose job is not running is not recorded")
+	// Both of EndJobs' batches: ends alone, and ends that may release
+	// dependents (releaseSQL).
+	for _, release := range []bool{false, true} {
+		for i := range runs {
+			fresh()
+			_, recorded, err := store.EndJobs(ctx,
+				[]Attempt{{Key: keys[i], Result: AttemptResult{Status: DeliveryCompleted, Attempted: true, Release: release}}},
+				[]JobRun{{ID: int64(-1 - i), Attempt: 1}})
+			require.NoError(t, err)
+			require.False(t, recorded[0], "an attempt whose job is not running is not recorded")
+		}
 	}
 
 	after := read()
