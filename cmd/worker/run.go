@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
@@ -86,11 +87,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
 }
 
+// sessionCost is the random_page_cost the worker's sessions plan with
+// (claim.PrepareWorkerSession), for its start line: the worker's own
+// where the server leaves Postgres' default, else the operator's.
+func sessionCost(ctx context.Context, pool *pgxpool.Pool) string {
+	ctx, cancel := context.WithTimeout(ctx, dbCheckTimeout)
+	defer cancel()
+	var cost string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('random_page_cost')`).Scan(&cost); err != nil {
+		return "unknown"
+	}
+	return cost
+}
+
 // serve wires config → pool → delivery worker → River client → ops server,
 // works jobs until ctx ends, then stops in reverse order: River first (soft,
 // then hard), the ops server, the pool.
 func serve(ctx context.Context, common cli.Common, env cli.Env) error {
-	boot, err := cli.Boot(ctx, common, env)
+	// The worker's sessions plan River's completions by primary key
+	// (claim.PrepareWorkerSession).
+	boot, err := cli.Boot(ctx, common, env, cli.AfterConnect(claim.PrepareWorkerSession))
 	if err != nil {
 		return err
 	}
@@ -221,7 +237,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return fmt.Errorf("starting job client: %w", err)
 	}
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
-		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)))
+		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
+		slog.String("random_page_cost", sessionCost(ctx, pool)))
 	logPausedRoutes(ctx, client, cfg, logger)
 
 	var serveErr error

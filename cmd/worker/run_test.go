@@ -84,6 +84,17 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// Its sessions are the worker's (claim.PrepareWorkerSession), and its
+	// start line says with which cost they plan.
+	conn, err := db.Pool.Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, claim.PrepareWorkerSession(t.Context(), conn.Conn()))
+	var cost string
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT current_setting('random_page_cost')`).Scan(&cost))
+	conn.Hijack().Close(t.Context()) // its session now differs from the pool's
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"random_page_cost":"`+cost+`"`) },
+		10*time.Second, 20*time.Millisecond, "the start line gives no random_page_cost %s:\n%s", cost, logs.String())
+
 	// Retention runs once at start (the only worker is River's leader),
 	// and its counters are served; before any delivery, the series alerts
 	// read exist, at 0.

@@ -1,6 +1,9 @@
 package claim
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -41,4 +44,41 @@ func queueGenericPlans(b *pgx.Batch) {
 // queueSessionPlans queues sessionPlansSQL.
 func queueSessionPlans(b *pgx.Batch) {
 	b.Queue(sessionPlansSQL).Exec(func(pgconn.CommandTag) error { return nil })
+}
+
+// riverCompletionCost is the random_page_cost a worker's sessions plan
+// with when the server leaves the setting at Postgres' built-in default
+// (4): the value Postgres' documentation gives for storage whose random
+// reads cost about what sequential ones do, as the pages of a queue's
+// working set, in memory, do.
+//
+// It is for River's completer. After a job's Work returns, River completes
+// the job once more (JobSetStateIfRunningMany: its fence, a no-op for a
+// job hookgate's end transaction already completed), one statement per
+// batch of a few hundred jobs, which joins river_job to the batch's ids.
+// At the default cost, while river_job holds tens of thousands of rows (a
+// young installation, or the backlog after an outage, which is when a
+// drain is long) Postgres plans that join as two scans of the whole table:
+// 10 – 18 ms a batch, about a sixth of the database's time in a drain
+// (docs/benchmarks.md, "River's completion"). At this cost it looks the
+// ids up by the primary key. No public River API lets hookgate send that
+// statement another way, and River sends it on the pool's connections, so
+// the setting is the worker's sessions'. hookgate's own statements on the
+// hot path keep to primary keys and ctids whatever the costs
+// (plan_internal_test.go).
+const riverCompletionCost = "1.1"
+
+// workerSessionSQL gives a session riverCompletionCost, unless the server,
+// the database, the role or DATABASE_URL sets random_page_cost: a value an
+// operator chose is kept.
+const workerSessionSQL = `SELECT set_config('random_page_cost', '` + riverCompletionCost + `', false)
+FROM pg_settings WHERE name = 'random_page_cost' AND source = 'default'`
+
+// PrepareWorkerSession readies a new connection of the worker's pool (see
+// riverCompletionCost). It is the pool's AfterConnect.
+func PrepareWorkerSession(ctx context.Context, c *pgx.Conn) error {
+	if _, err := c.Exec(ctx, workerSessionSQL); err != nil {
+		return fmt.Errorf("preparing a worker session: %w", err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookgate/hookgate/internal/config"
@@ -81,10 +82,19 @@ func Logger(env Env) *slog.Logger {
 // requests behind few connections while Postgres has headroom.
 const DefaultMaxConns = 20
 
+// PoolOption adjusts a pool's configuration before it connects.
+type PoolOption func(*pgxpool.Config)
+
+// AfterConnect has f ready each new connection of the pool before it is
+// used; a connection f fails is not used.
+func AfterConnect(f func(context.Context, *pgx.Conn) error) PoolOption {
+	return func(cfg *pgxpool.Config) { cfg.AfterConnect = f }
+}
+
 // OpenPool connects to DATABASE_URL and checks the server answers. The URL
 // may name several hosts (h1:5432,h2:5432); the pool keeps to the one that
 // accepts writes (see followPrimary).
-func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
+func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, error) {
 	url := env.Getenv("DATABASE_URL")
 	if url == "" {
 		return nil, errors.New("DATABASE_URL is not set")
@@ -99,6 +109,9 @@ func OpenPool(ctx context.Context, env Env) (*pgxpool.Pool, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
 	followPrimary(cfg, url)
+	for _, o := range opts {
+		o(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
@@ -150,8 +163,8 @@ type Server struct {
 // Boot loads the config and the secrets it names, compiles the routes, and
 // opens the logger and the pool, in that order, so that a config, secret or
 // program problem stops the binary before it touches the database. The caller applies c.Listen to the
-// address it serves on, and closes Pool.
-func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
+// address it serves on, and closes Pool. opts adjust the pool.
+func Boot(ctx context.Context, c Common, env Env, opts ...PoolOption) (*Server, error) {
 	cfg, err := LoadConfig(c, env)
 	if err != nil {
 		return nil, err
@@ -164,7 +177,7 @@ func Boot(ctx context.Context, c Common, env Env) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := OpenPool(ctx, env)
+	pool, err := OpenPool(ctx, env, opts...)
 	if err != nil {
 		return nil, err
 	}
