@@ -60,12 +60,12 @@ func queueSessionPlans(b *pgx.Batch) {
 // young installation, or the backlog after an outage, which is when a
 // drain is long) Postgres plans that join as two scans of the whole table:
 // 10 – 18 ms a batch, about a sixth of the database's time in a drain
-// (docs/benchmarks.md, "River's completion"). At this cost it looks the
-// ids up by the primary key. No public River API lets hookgate send that
-// statement another way, and River sends it on the pool's connections, so
-// the setting is the worker's sessions'. hookgate's own statements on the
-// hot path keep to primary keys and ctids whatever the costs
-// (plan_internal_test.go).
+// (docs/benchmarks.md, "River's completion planned by key"). At this cost
+// it looks the ids up by the primary key. No public River API lets
+// hookgate send that statement another way, and River sends it on the
+// pool's connections, so the setting is the worker's sessions'. hookgate's
+// own statements on the hot path keep to primary keys and ctids whatever
+// the costs (plan_internal_test.go).
 const riverCompletionCost = "1.1"
 
 // workerSessionSQL gives a session riverCompletionCost, unless the server,
