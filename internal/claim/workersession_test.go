@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,7 @@ SET auto_explain.log_level = 'notice'`)
 	river.AddWorker(workers, w)
 	queue := "barrier_" + round
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:  slog.New(slog.DiscardHandler),
 		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: n}},
 		Workers: workers,
 	})
