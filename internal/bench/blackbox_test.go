@@ -97,6 +97,7 @@ type privateFigures struct {
 	ceiling              float64 // events/s of pgbenchCeilingScript
 	writes               pgbenchWrites
 	workerCPU, workerPG  float64 // per 1,000 events drained
+	ingestWAL, workerWAL float64 // WAL bytes per event accepted, drained
 	ingestRSS, workerRSS int
 	floor                phase // one durable commit at 20/s
 	durable              string
@@ -112,6 +113,7 @@ func (f privateFigures) print(out io.Writer) {
 	fmt.Fprintf(out, "%-40s %9.0f events/s\n", "worker drain", f.drain)
 	fmt.Fprintf(out, "CPU-s per 1,000 events: ingest %.2f + Postgres %.2f while accepting; worker %.2f + Postgres %.2f while draining;"+
 		" pgbench's transaction: Postgres %.2f\n", f.ingestCPU, f.ingestPG, f.workerCPU, f.workerPG, f.pgbenchPG)
+	fmt.Fprintf(out, "WAL per event: %.0f B while accepting, %.0f B while draining\n", f.ingestWAL, f.workerWAL)
 	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB\n", float64(f.ingestRSS)/1024, float64(f.workerRSS)/1024)
 }
 
@@ -152,19 +154,21 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 	for i := range unique {
 		unique[i] = signEvent(fmt.Sprintf("%s_%d", prefix, i))
 	}
-	cpu0, pg0 := cpuOf(ingest.pid()), pg.cpu()
+	cpu0, pg0, wal0 := cpuOf(ingest.pid()), pg.cpu(), walBytes(b, pool)
 	var err error
 	f.ingest, err = hammer("ingest, unique events", n, func(i int) error { return postStripe(client, url, unique[i].body, unique[i].header) })
 	if err != nil {
 		b.Fatal(err)
 	}
 	f.ingestCPU, f.ingestPG = (cpuOf(ingest.pid())-cpu0)/float64(n)*1000, (pg.cpu()-pg0)/float64(n)*1000
+	f.ingestWAL = float64(walBytes(b, pool)-wal0) / float64(n)
 
 	before := down.events()
-	pg0 = pg.cpu()
+	pg0, wal0 = pg.cpu(), walBytes(b, pool)
 	worker := startBinary(b, bins, "worker", cfg, env)
 	waitDrained(b, pool, down, before+4*concurrency+n)
 	f.workerCPU, f.workerPG = cpuOf(worker.pid())/float64(4*concurrency+n)*1000, (pg.cpu()-pg0)/float64(4*concurrency+n)*1000
+	f.workerWAL = float64(walBytes(b, pool)-wal0) / float64(4*concurrency+n)
 	f.drain = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`_%'`)
 	f.ingestRSS, f.workerRSS = peakRSS(ingest.pid()), peakRSS(worker.pid())
 	worker.stop(b)

@@ -221,6 +221,7 @@ func BenchmarkSystem(b *testing.B) {
 	}
 
 	b.ResetTimer()
+	steal0, ticks0 := machineTicks()
 	// pgbench first, on the smallest tables: table growth counts against
 	// our path, not for it.
 	pgP0 := pg.cpu()
@@ -236,13 +237,14 @@ func BenchmarkSystem(b *testing.B) {
 	}
 	unique := events("evt_unique", n)
 	cpu0 := cpuOf(ingest.pid())
-	pg0, self0 := pg.cpu(), selfCPU()
+	pg0, self0, wal0 := pg.cpu(), selfCPU(), walBytes(b, db.Pool)
 	ingest.signal(b, syscall.SIGUSR1)
 	a, err := hammer("ingest, unique events", n, func(i int) error { return post(url, unique[i]) })
 	if err != nil {
 		b.Fatal(err)
 	}
 	ingestCPU, ingestPG, sendersCPU := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
+	ingestWAL := walBytes(b, db.Pool) - wal0
 	ingest.signal(b, syscall.SIGUSR2)
 	top := profileTop(b, profile)
 	storm := signEvent("evt_storm")
@@ -256,11 +258,12 @@ func BenchmarkSystem(b *testing.B) {
 
 	// The worker drains ingest's backlog.
 	backlog := 4*concurrency + n + 1
-	pgW0, selfW0 := pg.cpu(), selfCPU()
+	pgW0, selfW0, walW0 := pg.cpu(), selfCPU(), walBytes(b, db.Pool)
 	worker := startBinary(b, bins, "worker", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+workerProfile))
 	worker.signal(b, syscall.SIGUSR1)
 	waitDrained(b, db.Pool, down, backlog)
 	workerCPU, workerPG, sinkCPU := cpuOf(worker.pid()), pg.cpu()-pgW0, selfCPU()-selfW0
+	workerWAL := walBytes(b, db.Pool) - walW0
 	worker.signal(b, syscall.SIGUSR2)
 	workerTop := profileTop(b, workerProfile)
 	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
@@ -372,6 +375,8 @@ func BenchmarkSystem(b *testing.B) {
 		slow = privateRun(b, bins, down, n, "evt_slowflush", flush)
 	}
 	b.StopTimer()
+	steal1, ticks1 := machineTicks()
+	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
 
 	per1k := func(sec float64, events int) float64 { return sec / float64(events) * 1000 }
 	mib := func(kb int) float64 { return float64(kb) / 1024 }
@@ -403,6 +408,8 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "CPU-s per 1,000 events, pgbench's per-event transaction: Postgres %.2f\n", per1k(pgbenchPG, txs))
 	fmt.Fprintf(out, "CPU-s per 1,000 events, this process: the senders %.2f while ingest accepts, the downstream %.2f while the worker drains\n",
 		per1k(sendersCPU, n), per1k(sinkCPU, backlog))
+	fmt.Fprintf(out, "WAL per event: %.0f B while accepting, %.0f B while draining\n",
+		float64(ingestWAL)/float64(n), float64(workerWAL)/float64(backlog))
 	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB (%d slots: %.0f MiB)\n",
 		mib(ingestRSS), mib(workerRSS), sizedConcurrency(), mib(sizedRSS))
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
@@ -412,6 +419,7 @@ func BenchmarkSystem(b *testing.B) {
 		slow.print(out)
 	}
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
+	fmt.Fprintf(out, "  the machine's CPU steal           %4.1f %% of its CPU time over the run (a quiet machine: under 1 %%)\n", steal)
 	fmt.Fprintf(out, "  ingest / pgbench transaction     %5.2f  (>= 1.0, aim 1.5)\n", a.rate()/tps)
 	fmt.Fprintf(out, "  ingest / %d-a-commit ceiling      %5.2f  (>= 0.8); %.2f of the set-based writes\n", ceilingEvents, a.rate()/ceiling, a.rate()/writes.ingest)
 	fmt.Fprintf(out, "  ingest p99 at %d senders         %5.1f ms (<= 50 ms)\n", concurrency, ms(a.pct(0.99)))
@@ -421,6 +429,8 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  worker drain / River no-op       %5.2f\n", drain/riverRate)
 	fmt.Fprintf(out, "  worker drain / the drain's writes %4.2f; the drain's writes / ingest's %.2f (the database's own ratio)\n",
 		drain/writes.drain, writes.drain/writes.ingest)
+	fmt.Fprintf(out, "  WAL an event, drain / accept      %4.2f through the binaries, %.2f through pgbench's writes\n",
+		(float64(workerWAL)/float64(backlog))/(float64(ingestWAL)/float64(n)), writes.drainWAL/writes.ingestWAL)
 	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace); %.2f at %d slots\n",
 		float64(pair.kept)/float64(n), float64(sizedPair.kept)/float64(n), sizedConcurrency())
 	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
@@ -430,14 +440,14 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  2 ingest / 1 ingest              %5.2f\n", a2.rate()/a.rate())
 	fmt.Fprintf(out, "  2 workers / 1 worker             %5.2f\n", drain2/drain)
 	fmt.Fprintf(out, "  private cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f;"+
-		" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f\n\n",
+		" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f; WAL an event, drain / accept %.2f\n\n",
 		priv.ingest.rate()/priv.tps, priv.ingest.rate()/priv.ceiling, priv.drain/priv.ingest.rate(),
-		priv.drain/priv.writes.drain, priv.writes.drain/priv.writes.ingest)
+		priv.drain/priv.writes.drain, priv.writes.drain/priv.writes.ingest, priv.workerWAL/priv.ingestWAL)
 	if flush > 0 {
 		fmt.Fprintf(out, "  slow-flush cluster: ingest / pgbench %4.2f, ingest / ceiling %.2f, worker drain / ingest %.2f;"+
-			" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f\n\n",
+			" worker drain / the drain's writes %.2f, the drain's writes / ingest's %.2f; WAL an event, drain / accept %.2f\n\n",
 			slow.ingest.rate()/slow.tps, slow.ingest.rate()/slow.ceiling, slow.drain/slow.ingest.rate(),
-			slow.drain/slow.writes.drain, slow.writes.drain/slow.writes.ingest)
+			slow.drain/slow.writes.drain, slow.writes.drain/slow.writes.ingest, slow.workerWAL/slow.ingestWAL)
 		b.ReportMetric(slow.ingest.rate()/slow.tps, "slowflush_ingest/pgbench")
 		b.ReportMetric(slow.ingest.rate()/slow.ceiling, "slowflush_ingest/ceiling")
 		b.ReportMetric(slow.drain/slow.ingest.rate(), "slowflush_drain/ingest")
@@ -454,6 +464,8 @@ func BenchmarkSystem(b *testing.B) {
 	b.ReportMetric(priv.ingest.rate()/priv.tps, "private_ingest/pgbench")
 	b.ReportMetric(priv.drain/priv.ingest.rate(), "private_drain/ingest")
 	b.ReportMetric(priv.writes.drain/priv.writes.ingest, "private_drain_writes/ingest_writes")
+	b.ReportMetric(priv.workerWAL/priv.ingestWAL, "private_drain_wal/ingest_wal")
+	b.ReportMetric(steal, "steal_%")
 }
 
 // pairRun is a pair phase: ingest at full rate with the worker beside it;
@@ -536,10 +548,12 @@ func runPgbenchCeiling(b *testing.B, databaseURL string) float64 {
 // pgbenchWrites are the two phases' writes alone, set-based, ceilingEvents
 // events at a time from ceilingClients clients: ingest's
 // (pgbenchSetCeilingScript) and the drain's (pgbenchDrainScript), in
-// events per second, with Postgres' CPU-seconds per 1,000 events.
+// events per second, with Postgres' CPU-seconds per 1,000 events and the
+// WAL bytes each event wrote.
 type pgbenchWrites struct {
-	ingest, drain     float64
-	ingestPG, drainPG float64
+	ingest, drain       float64
+	ingestPG, drainPG   float64
+	ingestWAL, drainWAL float64
 }
 
 // runPgbenchWrites runs pgbenchSetCeilingScript, then pgbenchDrainScript on
@@ -547,19 +561,23 @@ type pgbenchWrites struct {
 func runPgbenchWrites(b *testing.B, databaseURL string, pool *pgxpool.Pool, pg server) pgbenchWrites {
 	b.Helper()
 	var w pgbenchWrites
-	pg0 := pg.cpu()
+	pg0, wal0 := pg.cpu(), walBytes(b, pool)
 	tps, txs := runPgbenchScript(b, databaseURL, pgbenchSetCeilingScript, ceilingClients)
 	w.ingest, w.ingestPG = tps*ceilingEvents, (pg.cpu()-pg0)/float64(txs*ceilingEvents)*1000
-	pg0 = pg.cpu()
+	w.ingestWAL = float64(walBytes(b, pool)-wal0) / float64(txs*ceilingEvents)
+	pg0, wal0 = pg.cpu(), walBytes(b, pool)
 	var cycles int
 	w.drain, cycles = runPgbenchDrain(b, databaseURL, pool)
 	w.drainPG = (pg.cpu() - pg0) / float64(cycles*ceilingEvents) * 1000
+	w.drainWAL = float64(walBytes(b, pool)-wal0) / float64(cycles*ceilingEvents)
 	return w
 }
 
 func (w pgbenchWrites) print(out io.Writer) {
-	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000)\n", "the same, set-based, as ingest writes", w.ingest, w.ingestPG)
-	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000)\n", "pgbench, the drain's writes", w.drain, w.drainPG)
+	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000; WAL %.0f B an event)\n",
+		"the same, set-based, as ingest writes", w.ingest, w.ingestPG, w.ingestWAL)
+	fmt.Fprintf(out, "%-40s %9.0f events/s (Postgres %.2f CPU-s per 1,000; WAL %.0f B an event)\n",
+		"pgbench, the drain's writes", w.drain, w.drainPG, w.drainWAL)
 }
 
 // runPgbenchDrain runs pgbenchDrainScript against databaseURL and returns
@@ -779,4 +797,45 @@ func (s server) cpu() float64 {
 		}
 	}
 	return total
+}
+
+// walBytes returns the server's WAL insert position in bytes: the
+// difference of two readings is the WAL written between them by every
+// session of the server (exact, unlike pg_stat_wal, which backends report
+// up to a second late). On the shared server it counts other work's WAL
+// too; a private cluster's is the phase's own, with its autovacuum.
+func walBytes(b *testing.B, pool *pgxpool.Pool) int64 {
+	b.Helper()
+	var n int64
+	if err := pool.QueryRow(context.Background(),
+		`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// machineTicks reads the machine's CPU time from /proc/stat: the steal
+// (time the hypervisor gave this machine's CPUs to others) and the total,
+// in clock ticks. A run whose steal is more than a few percent of its
+// total shared its cores with another machine's work, and its rates and
+// latencies with it; the WAL an event writes hardly depends on that.
+func machineTicks() (steal, total uint64) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice:
+	// the first eight times add up to the total (guest time is already
+	// counted in user).
+	f := strings.Fields(line)
+	if len(f) < 9 {
+		return 0, 0
+	}
+	for _, v := range f[1:9] {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		total += n
+	}
+	steal, _ = strconv.ParseUint(f[8], 10, 64)
+	return steal, total
 }
