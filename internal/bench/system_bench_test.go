@@ -221,7 +221,7 @@ func BenchmarkSystem(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	steal0, ticks0 := machineTicks()
+	steal0, ticks0 := machineTicks(b)
 	// pgbench first, on the smallest tables: table growth counts against
 	// our path, not for it.
 	pgP0 := pg.cpu()
@@ -244,7 +244,7 @@ func BenchmarkSystem(b *testing.B) {
 		b.Fatal(err)
 	}
 	ingestCPU, ingestPG, sendersCPU := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
-	ingestWAL := walBytes(b, db.Pool) - wal0
+	ingestWAL := float64(walBytes(b, db.Pool)-wal0) / float64(n) // bytes an event
 	ingest.signal(b, syscall.SIGUSR2)
 	top := profileTop(b, profile)
 	storm := signEvent("evt_storm")
@@ -263,7 +263,7 @@ func BenchmarkSystem(b *testing.B) {
 	worker.signal(b, syscall.SIGUSR1)
 	waitDrained(b, db.Pool, down, backlog)
 	workerCPU, workerPG, sinkCPU := cpuOf(worker.pid()), pg.cpu()-pgW0, selfCPU()-selfW0
-	workerWAL := walBytes(b, db.Pool) - walW0
+	workerWAL := float64(walBytes(b, db.Pool)-walW0) / float64(backlog) // bytes an event
 	worker.signal(b, syscall.SIGUSR2)
 	workerTop := profileTop(b, workerProfile)
 	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
@@ -375,7 +375,7 @@ func BenchmarkSystem(b *testing.B) {
 		slow = privateRun(b, bins, down, n, "evt_slowflush", flush)
 	}
 	b.StopTimer()
-	steal1, ticks1 := machineTicks()
+	steal1, ticks1 := machineTicks(b)
 	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
 
 	per1k := func(sec float64, events int) float64 { return sec / float64(events) * 1000 }
@@ -409,7 +409,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "CPU-s per 1,000 events, this process: the senders %.2f while ingest accepts, the downstream %.2f while the worker drains\n",
 		per1k(sendersCPU, n), per1k(sinkCPU, backlog))
 	fmt.Fprintf(out, "WAL per event: %.0f B while accepting, %.0f B while draining\n",
-		float64(ingestWAL)/float64(n), float64(workerWAL)/float64(backlog))
+		ingestWAL, workerWAL)
 	fmt.Fprintf(out, "peak RSS: ingest %.0f MiB, worker %.0f MiB (%d slots: %.0f MiB)\n",
 		mib(ingestRSS), mib(workerRSS), sizedConcurrency(), mib(sizedRSS))
 	fmt.Fprintf(out, "\ningest's CPU profile over \"ingest, unique events\": %s (go tool pprof -top %s)\n%s", profile, profile, top)
@@ -430,7 +430,7 @@ func BenchmarkSystem(b *testing.B) {
 	fmt.Fprintf(out, "  worker drain / the drain's writes %4.2f; the drain's writes / ingest's %.2f (the database's own ratio)\n",
 		drain/writes.drain, writes.drain/writes.ingest)
 	fmt.Fprintf(out, "  WAL an event, drain / accept      %4.2f through the binaries, %.2f through pgbench's writes\n",
-		(float64(workerWAL)/float64(backlog))/(float64(ingestWAL)/float64(n)), writes.drainWAL/writes.ingestWAL)
+		workerWAL/ingestWAL, writes.drainWAL/writes.ingestWAL)
 	fmt.Fprintf(out, "  beside ingest: delivered/accepted %4.2f  (>= 1.0 keeps pace); %.2f at %d slots\n",
 		float64(pair.kept)/float64(n), float64(sizedPair.kept)/float64(n), sizedConcurrency())
 	fmt.Fprintf(out, "  accept->downstream p99, 20/s     %5.1f ms (<= 20 ms); %.1f x one commit's p99\n",
@@ -819,23 +819,31 @@ func walBytes(b *testing.B, pool *pgxpool.Pool) int64 {
 // in clock ticks. A run whose steal is more than a few percent of its
 // total shared its cores with another machine's work, and its rates and
 // latencies with it; the WAL an event writes hardly depends on that.
-func machineTicks() (steal, total uint64) {
+// It fails the benchmark if /proc/stat cannot be read, rather than report
+// a steal of zero.
+func machineTicks(b *testing.B) (steal, total uint64) {
+	b.Helper()
 	raw, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0
+		b.Fatal(err)
 	}
 	line, _, _ := strings.Cut(string(raw), "\n")
 	// cpu user nice system idle iowait irq softirq steal guest guest_nice:
 	// the first eight times add up to the total (guest time is already
 	// counted in user).
 	f := strings.Fields(line)
-	if len(f) < 9 {
-		return 0, 0
+	if len(f) < 9 || f[0] != "cpu" {
+		b.Fatalf("/proc/stat: unexpected first line %q", line)
 	}
-	for _, v := range f[1:9] {
-		n, _ := strconv.ParseUint(v, 10, 64)
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: field %d of %q: %v", i+1, line, err)
+		}
 		total += n
+		if i == 7 {
+			steal = n
+		}
 	}
-	steal, _ = strconv.ParseUint(f[8], 10, 64)
 	return steal, total
 }
