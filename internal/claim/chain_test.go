@@ -211,3 +211,33 @@ func TestChainReconcilerReleasesStranded(t *testing.T) {
 	require.Equal(t, claim.DeliveryWaiting, ds["mail"])
 	b.requireJobs(t, args("evt_s1", "mail")...)
 }
+
+// TestChainFanInWaitsBehindAFailedPredecessor: ledger runs after ship and
+// mail; ship fails for good and mail completes. A failed predecessor is not
+// a done one: neither the end that completes mail nor the reconciler, once
+// ledger is stale, releases ledger. It stays waiting with no job and the
+// claim is failed.
+func TestChainFanInWaitsBehindAFailedPredecessor(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t)
+	ctx := t.Context()
+	_, err := b.store.Claim(ctx, chained("evt_fan_fail", map[string][]string{"ledger": {"ship", "mail"}}), []string{"ship", "mail", "ledger"}, true)
+	require.NoError(t, err)
+	b.requireJobs(t, args("evt_fan_fail", "ship", "mail")...)
+
+	b.end(t, key("evt_fan_fail", "ship"), reject)
+	b.end(t, key("evt_fan_fail", "mail"), released)
+	st, ds := b.statuses(t, "evt_fan_fail")
+	require.Equal(t, claim.Failed, st)
+	require.Equal(t, map[string]claim.DeliveryStatus{"ship": claim.DeliveryFailed, "mail": claim.DeliveryCompleted, "ledger": claim.DeliveryWaiting}, ds,
+		"the end that completes mail does not release ledger behind the failed ship")
+	b.requireJobs(t)
+
+	b.stale(t, "evt_fan_fail", "ledger")
+	res, err := b.store.Reconcile(ctx, reconcileAge, 100)
+	require.NoError(t, err)
+	require.Equal(t, claim.ReconcileResult{}, res, "the reconciler finds nothing to release")
+	_, ds = b.statuses(t, "evt_fan_fail")
+	require.Equal(t, claim.DeliveryWaiting, ds["ledger"])
+	b.requireJobs(t)
+}

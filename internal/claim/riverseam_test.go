@@ -100,3 +100,38 @@ func jobColumns(t *testing.T, tx pgx.Tx, id int64) map[string]any {
 	require.NoError(t, json.Unmarshal(raw, &cols))
 	return cols
 }
+
+// TestStrandedNeedsEveryPredecessorCompleted pins the reconciler's
+// stranded-delivery query: a waiting delivery behind a failed predecessor
+// is not stranded, however stale, even when its other predecessor
+// completed; once every predecessor completed, it is.
+func TestStrandedNeedsEveryPredecessorCompleted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tx := dbtest.Tx(t)
+	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	s := NewStore(tx, client, func(string) int { return 5 })
+	ev := Event{Provider: "stripe", ID: "evt_stranded_fan", Type: "invoice.paid", ObjectID: "in_1",
+		ContentType: "application/json", Payload: []byte(`{}`), After: map[string][]string{"ledger": {"ship", "mail"}}}
+	_, err = s.Claim(ctx, ev, []string{"ship", "mail", "ledger"}, true)
+	require.NoError(t, err)
+	set := func(route, status string) {
+		t.Helper()
+		_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, updated_at = now() - interval '1 hour',
+    completed_at = CASE WHEN $2 = 'completed' THEN now() END
+WHERE provider = 'stripe' AND event_id = 'evt_stranded_fan' AND route = $1`, route, status)
+		require.NoError(t, err)
+	}
+	set("ship", "failed")
+	set("mail", "completed")
+	set("ledger", "waiting")
+	keys, err := s.river().DeliveryListStranded(ctx, 10*time.Minute, 100)
+	require.NoError(t, err)
+	require.Empty(t, keys, "a failed predecessor is not a completed one")
+
+	set("ship", "completed")
+	keys, err = s.river().DeliveryListStranded(ctx, 10*time.Minute, 100)
+	require.NoError(t, err)
+	require.Equal(t, []Key{{Provider: "stripe", EventID: "evt_stranded_fan", Route: "ledger"}}, keys)
+}

@@ -312,3 +312,39 @@ func TestChainGroupCommit(t *testing.T) {
 		require.False(t, two[0].at.Before(one[0].at), id)
 	}
 }
+
+// TestChainFanInBehindAFailedPredecessor: c runs after a and b; b fails for
+// good (400) and a completes. c stays waiting, with no job and no call,
+// through the end statement and through the reconciler: the test waits
+// for a reconcile run that started after c had been untouched for longer
+// than reconcile_interval, so the reconciler really looked at it.
+func TestChainFanInBehindAFailedPredecessor(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{
+		{name: "a", events: []string{"*"}},
+		{name: "b", events: []string{"*"}},
+		{name: "c", events: []string{"*"}, extra: after("a", "b")},
+	}, setting{"reconcile_interval", "1s"})
+	s.down.set("b", answers(http.StatusBadRequest))
+	ingest := s.ingest()
+	s.worker()
+	e := event{id: "evt_chain_fan_fail", typ: "order.paid"}
+	s.claimed(ingest, e)
+	_, ds := s.waitStatus(e.id, claim.Failed, settle)
+	require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "a").Status)
+	require.Equal(t, claim.DeliveryFailed, deliveryOf(t, ds, "b").Status)
+	c := deliveryOf(t, ds, "c")
+	require.Equal(t, claim.DeliveryWaiting, c.Status)
+
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, s.db.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM river_job WHERE kind = 'hookgate.reconcile' AND state = 'completed'
+  AND attempted_at > $1::timestamptz + interval '2 seconds'`, c.UpdatedAt).Scan(&n))
+		return n > 0
+	}, settle, 50*time.Millisecond, "a reconcile run that saw c stale")
+	_, ds = s.waitStatus(e.id, claim.Failed, settle)
+	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "c").Status)
+	require.Zero(t, s.routeJobs(e.id, "c"), "no job for c behind the failed b")
+	require.Empty(t, s.down.callsFor(key(e.id, "c")))
+}
