@@ -1,8 +1,6 @@
 package claim_test
 
 import (
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,43 +8,11 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
+// TestKeyIdempotencyKey: a delivery's key is the leaf's formula over its
+// identity, byte for byte the key hookgate has always sent.
 func TestKeyIdempotencyKey(t *testing.T) {
 	t.Parallel()
-
-	t.Run("MatchesTheDocumentedFormula", func(t *testing.T) {
-		t.Parallel()
-		// printf 'stripe\nevt_1\nship-order' | sha256sum
-		require.Equal(t, "hg1_23901ac241a6890ac186daab3a7386a8b4d0ebfbd482b5580827eeea3f0dbf78",
-			claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship-order"}.IdempotencyKey())
-	})
-
-	t.Run("IsPureAndFitsTheHeaderLimit", func(t *testing.T) {
-		t.Parallel()
-		longID := strings.Repeat("x", 255)
-		k := claim.Key{Provider: "shopify", EventID: longID, Route: "ship-order"}.IdempotencyKey()
-		require.Equal(t, k, claim.Key{Provider: "shopify", EventID: longID, Route: "ship-order"}.IdempotencyKey())
-		require.Regexp(t, regexp.MustCompile(`^hg1_[0-9a-f]{64}$`), k)
-		require.Len(t, k, 68)
-		require.LessOrEqual(t, len(k), 255)
-	})
-
-	t.Run("DistinctDeliveriesGetDistinctKeys", func(t *testing.T) {
-		t.Parallel()
-		triples := [][3]string{
-			{"stripe", "evt_1", "ship-order"},
-			{"stripe", "evt_1", "send-email"}, // same event, another route
-			{"stripe", "evt_2", "ship-order"}, // another event
-			{"github", "evt_1", "ship-order"}, // same id under another provider
-			{"stripe", "evt_1ship", "-order"}, // boundaries shifted
-			{"stripe", "evt_", "1ship-order"},
-			{"stripee", "vt_1", "ship-order"},
-		}
-		seen := map[string][3]string{}
-		for _, tr := range triples {
-			k := claim.Key{Provider: tr[0], EventID: tr[1], Route: tr[2]}.IdempotencyKey()
-			prev, dup := seen[k]
-			require.False(t, dup, "%v and %v share key %s", prev, tr, k)
-			seen[k] = tr
-		}
-	})
+	// printf 'stripe\nevt_1\nship-order' | sha256sum
+	require.Equal(t, "hg1_23901ac241a6890ac186daab3a7386a8b4d0ebfbd482b5580827eeea3f0dbf78",
+		claim.Key{Provider: "stripe", EventID: "evt_1", Route: "ship-order"}.IdempotencyKey())
 }

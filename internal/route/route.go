@@ -17,8 +17,8 @@ import (
 
 	"github.com/itchyny/gojq"
 
-	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/idemkey"
 )
 
 // Bounds on what programs yield.
@@ -195,7 +195,7 @@ func (r *Route) event(ev Event) map[string]any {
 		"id":              ev.ID,
 		"type":            ev.Type,
 		"route":           r.Name,
-		"idempotency_key": claim.Key{Provider: ev.Provider, EventID: ev.ID, Route: r.Name}.IdempotencyKey(),
+		"idempotency_key": idemkey.Of(ev.Provider, ev.ID, r.Name),
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/idemkey"
 )
 
 const routesYAML = `
@@ -120,7 +120,7 @@ func TestBody(t *testing.T) {
 		body, ct, err := ship.Body(ctx, checkout, payload("true"), "text/plain")
 		require.NoError(t, err)
 		require.Equal(t, "application/json", ct)
-		want := `{"amount":1234,"key":"` + claim.Key{Provider: "stripe", EventID: "evt_1", Route: "create-shipment"}.IdempotencyKey() + `","order":"ord_9"}`
+		want := `{"amount":1234,"key":"` + idemkey.Of("stripe", "evt_1", "create-shipment") + `","order":"ord_9"}`
 		require.Equal(t, want, string(body))
 		for range 20 {
 			again, _, err := ship.Body(ctx, checkout, payload("true"), "text/plain")
