@@ -37,6 +37,47 @@ func (s source) read(h http.Header, obj map[string]any) value {
 	return fromJSON(obj, s.jsonPath)
 }
 
+// readEvent reads the event's id, and its type where typ is set, from a
+// verified request: headers or the body's JSON, parsed once and only when
+// a source needs it. It is the common tail of the configurable schemes.
+func readEvent(body []byte, h http.Header, id, typ source) (Event, error) {
+	var obj map[string]any
+	if id.jsonPath != "" || typ.jsonPath != "" {
+		var err error
+		if obj, err = parseObject(body); err != nil {
+			return Event{}, err
+		}
+		if err := checkUnambiguous(body, id.jsonPath, typ.jsonPath); err != nil {
+			return Event{}, err
+		}
+	}
+	idv := id.read(h, obj)
+	if typ == (source{}) {
+		if err := checkID(idv); err != nil {
+			return Event{}, err
+		}
+		return Event{ID: idv.text, Body: obj}, nil
+	}
+	return withBody(normalize(idv, typ.read(h, obj), value{}))(obj)
+}
+
+// parseSources parses c's id_from (required) and type_from (optional, a
+// zero source when empty), with messages that name the setting.
+func parseSources(c Config) (id, typ source, err error) {
+	if c.IDFrom == "" {
+		return id, typ, fmt.Errorf("id_from is required for scheme %s (header:NAME or json:dotted.path)", c.Scheme)
+	}
+	if id, err = parseSource(c.IDFrom); err != nil {
+		return id, typ, fmt.Errorf("id_from %q %w", c.IDFrom, err)
+	}
+	if c.TypeFrom != "" {
+		if typ, err = parseSource(c.TypeFrom); err != nil {
+			return id, typ, fmt.Errorf("type_from %q %w", c.TypeFrom, err)
+		}
+	}
+	return id, typ, nil
+}
+
 // parseSource parses "header:NAME" or "json:dotted.path".
 func parseSource(spec string) (source, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
@@ -70,17 +111,9 @@ func newHMACVerifier(c Config, secrets [][]byte, tolerance time.Duration) (*hmac
 	default:
 		return nil, fmt.Errorf("encoding %q must be hex or base64 for scheme hmac", c.Encoding)
 	}
-	if c.IDFrom == "" {
-		return nil, errors.New("id_from is required for scheme hmac (header:NAME or json:dotted.path)")
-	}
 	var err error
-	if v.id, err = parseSource(c.IDFrom); err != nil {
-		return nil, fmt.Errorf("id_from %q %w", c.IDFrom, err)
-	}
-	if c.TypeFrom != "" {
-		if v.typ, err = parseSource(c.TypeFrom); err != nil {
-			return nil, fmt.Errorf("type_from %q %w", c.TypeFrom, err)
-		}
+	if v.id, v.typ, err = parseSources(c); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -121,22 +154,5 @@ func (v *hmacVerifier) Verify(body []byte, h http.Header, now time.Time) (Event,
 		}
 	}
 
-	var obj map[string]any
-	if v.id.jsonPath != "" || v.typ.jsonPath != "" {
-		var err error
-		if obj, err = parseObject(body); err != nil {
-			return Event{}, err
-		}
-		if err := checkUnambiguous(body, v.id.jsonPath, v.typ.jsonPath); err != nil {
-			return Event{}, err
-		}
-	}
-	id := v.id.read(h, obj)
-	if v.typ == (source{}) {
-		if err := checkID(id); err != nil {
-			return Event{}, err
-		}
-		return Event{ID: id.text, Body: obj}, nil
-	}
-	return withBody(normalize(id, v.typ.read(h, obj), value{}))(obj)
+	return readEvent(body, h, v.id, v.typ)
 }

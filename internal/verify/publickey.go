@@ -87,17 +87,9 @@ func newPublicKeyVerifier(c Config, keys [][]byte, tolerance time.Duration) (*pu
 	default:
 		return nil, fmt.Errorf("encoding %q must be hex or base64 for scheme %s", c.Encoding, c.Scheme)
 	}
-	if c.IDFrom == "" {
-		return nil, fmt.Errorf("id_from is required for scheme %s (header:NAME or json:dotted.path)", c.Scheme)
-	}
 	var err error
-	if v.id, err = parseSource(c.IDFrom); err != nil {
-		return nil, fmt.Errorf("id_from %q %w", c.IDFrom, err)
-	}
-	if c.TypeFrom != "" {
-		if v.typ, err = parseSource(c.TypeFrom); err != nil {
-			return nil, fmt.Errorf("type_from %q %w", c.TypeFrom, err)
-		}
+	if v.id, v.typ, err = parseSources(c); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -127,24 +119,7 @@ func (v *publicKeyVerifier) Verify(body []byte, h http.Header, now time.Time) (E
 		return Event{}, err
 	}
 
-	var obj map[string]any
-	if v.id.jsonPath != "" || v.typ.jsonPath != "" {
-		var err error
-		if obj, err = parseObject(body); err != nil {
-			return Event{}, err
-		}
-		if err := checkUnambiguous(body, v.id.jsonPath, v.typ.jsonPath); err != nil {
-			return Event{}, err
-		}
-	}
-	id := v.id.read(h, obj)
-	if v.typ == (source{}) {
-		if err := checkID(id); err != nil {
-			return Event{}, err
-		}
-		return Event{ID: id.text, Body: obj}, nil
-	}
-	return withBody(normalize(id, v.typ.read(h, obj), value{}))(obj)
+	return readEvent(body, h, v.id, v.typ)
 }
 
 // CheckPublicKey reports why key is not a public key that scheme (ed25519
