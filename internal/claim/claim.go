@@ -6,7 +6,6 @@ package claim
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -129,41 +128,4 @@ func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {
 		return fn(s)
 	}
 	return s.Transact(ctx, fn)
-}
-
-// enqueueKeys inserts one delivery job per key in s's transaction, with
-// meta (nil for none) as the jobs' metadata.
-func (s *Store) enqueueKeys(ctx context.Context, keys []Key, meta []byte) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if s.jobs == nil {
-		return errors.New("enqueueing delivery jobs: this store has no job client")
-	}
-	params := make([]river.InsertManyParams, len(keys))
-	for i, k := range keys {
-		params[i] = s.deliveryJob(k.Provider, k.EventID, k.Route)
-		params[i].InsertOpts.Metadata = meta
-	}
-	if _, err := s.jobs.InsertManyFastTx(ctx, s.tx, params); err != nil {
-		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(keys), err)
-	}
-	return nil
-}
-
-// enqueue inserts one delivery job per route in s's transaction, with meta
-// (nil for none) as the jobs' metadata.
-func (s *Store) enqueue(ctx context.Context, provider, eventID string, routes []string, meta []byte) error {
-	if len(routes) == 0 {
-		return nil
-	}
-	params := make([]river.InsertManyParams, len(routes))
-	for i, r := range routes {
-		params[i] = s.deliveryJob(provider, eventID, r)
-		params[i].InsertOpts.Metadata = meta
-	}
-	if _, err := s.jobs.InsertManyFastTx(ctx, s.tx, params); err != nil {
-		return fmt.Errorf("enqueueing %d delivery jobs: %w", len(routes), err)
-	}
-	return nil
 }
