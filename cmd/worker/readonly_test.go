@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/pgcluster"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
@@ -78,21 +75,8 @@ func TestReadyzNeedsWritableDatabase(t *testing.T) {
 			t.Fatalf("%s (worker stopped: %t, %v); its logs:\n%s", msg, exited, err, logs.String())
 		}
 	}
-	setReadOnly(t, cluster, true)
+	require.NoError(t, cluster.SetReadOnly(context.Background(), true))
 	until(http.StatusServiceUnavailable, "a read-only database makes the worker unready")
-	setReadOnly(t, cluster, false)
+	require.NoError(t, cluster.SetReadOnly(context.Background(), false))
 	until(http.StatusOK, "writable again, the worker is ready")
-}
-
-// setReadOnly makes every new transaction on c read-only, or writable again.
-func setReadOnly(t *testing.T, c *pgcluster.Cluster, on bool) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET default_transaction_read_only = %t", on))
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
-	require.NoError(t, err)
 }

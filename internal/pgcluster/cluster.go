@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Cluster is one running (or stopped) throwaway cluster.
@@ -329,4 +331,22 @@ func signal(pids []int, sig syscall.Signal) {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, sig)
 	}
+}
+
+// SetReadOnly makes every new transaction on c read-only, or writable
+// again (default_transaction_read_only, reloaded), as a demotion does to
+// the sessions that outlive it.
+func (c *Cluster) SetReadOnly(ctx context.Context, on bool) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connecting to set read-only: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET default_transaction_read_only = %t", on)); err != nil {
+		return fmt.Errorf("setting read-only %t: %w", on, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("reloading the configuration: %w", err)
+	}
+	return nil
 }

@@ -20,20 +20,6 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// setReadOnly makes every new transaction on c read-only, or writable
-// again, as a demotion does to the sessions that outlive it.
-func setReadOnly(t *testing.T, c *pgcluster.Cluster, on bool) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET default_transaction_read_only = %t", on))
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
-	require.NoError(t, err)
-}
-
 func exec(t *testing.T, c *pgcluster.Cluster, sql string) {
 	t.Helper()
 	ctx := context.Background()
@@ -63,7 +49,7 @@ func TestPoolFollowsTheWritableHost(t *testing.T) {
 	for _, c := range []*pgcluster.Cluster{a, b} {
 		exec(t, c, `CREATE TABLE w (n serial PRIMARY KEY)`)
 	}
-	setReadOnly(t, b, true)
+	require.NoError(t, b.SetReadOnly(context.Background(), true))
 
 	const conns = 4
 	for _, url := range []string{
@@ -71,8 +57,8 @@ func TestPoolFollowsTheWritableHost(t *testing.T) {
 		fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&pool_max_conns=%d", b.Port, a.Port, conns),
 		fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&pool_max_conns=%d&target_session_attrs=read-write", b.Port, a.Port, conns),
 	} {
-		setReadOnly(t, a, false)
-		setReadOnly(t, b, true)
+		require.NoError(t, a.SetReadOnly(context.Background(), false))
+		require.NoError(t, b.SetReadOnly(context.Background(), true))
 		pool, err := cli.OpenPool(ctx, cli.Env{Getenv: func(k string) string {
 			return map[string]string{"DATABASE_URL": url}[k]
 		}, Stdout: io.Discard, Stderr: io.Discard})
@@ -95,14 +81,14 @@ func TestPoolFollowsTheWritableHost(t *testing.T) {
 		require.NoError(t, ready.Ping(ctx))
 
 		// No host takes writes: not ready, and writes fail.
-		setReadOnly(t, a, true)
+		require.NoError(t, a.SetReadOnly(context.Background(), true))
 		require.Eventually(t, func() bool { return ready.Ping(ctx) != nil }, 30*time.Second, 20*time.Millisecond)
 		_, err = write(ctx, pool)
 		require.Error(t, err)
 
 		// b takes writes now. Each stale connection fails once at most and
 		// goes; then every write lands on b.
-		setReadOnly(t, b, false)
+		require.NoError(t, b.SetReadOnly(context.Background(), false))
 		failed := 0
 		require.Eventually(t, func() bool {
 			port, err := write(ctx, pool)
