@@ -1,7 +1,9 @@
 // Command devtool runs hookgate on a developer's machine: `devtool run` starts
 // Postgres, ingest, worker and a demo receiver together, `devtool send` posts a
-// signed demo event, `devtool receive` is that demo receiver, and `devtool
-// n8n-check` checks docs/n8n.md against a real n8n it installs.
+// signed demo event, `devtool receive` is that demo receiver, `devtool
+// n8n-check` checks docs/n8n.md against a real n8n it installs, and `devtool
+// lab` compares duplicate effects, lost events and recoveries of five
+// designs, hookgate among them.
 package main
 
 import (
@@ -37,6 +39,9 @@ Commands:
   stop     stop the local Postgres in .local/pg if one still runs there
   n8n-check  install a pinned n8n into .local/n8n and check docs/n8n.md
            against it: duplicates, failures, restarts, the worked example
+  lab      the Webhook Retry Lab: five designs against concurrent copies, a
+           lost ack and crashes before and after the side effect; prints the
+           table and writes .local/lab/report.html (docs/lab.md)
 
 Run "devtool <command> --help" for a command's flags.`
 
@@ -57,6 +62,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return stopLocal(rest, stdout, stderr)
 	case "n8n-check":
 		return n8nCheck(ctx, rest, getenv, stdout, stderr)
+	case "lab":
+		return lab(ctx, rest, getenv, stdout, stderr)
+	case "lab-design": // one design of the lab, run by `devtool lab` only
+		return labDesignServe(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return flag.ErrHelp

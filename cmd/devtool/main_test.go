@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
@@ -24,7 +24,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		main()
 	}
-	goleak.VerifyTestMain(m)
+	// dbtest.Main checks for leaked goroutines once the tests pass.
+	dbtest.Main(m)
 }
 
 // TestBrokenStdoutDoesNotKill runs devtool with its stdout a pipe nobody
