@@ -35,6 +35,10 @@ send-demo: ## send one signed demo event twice to the local ingest
 n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)
 	@$(BIN)/devtool n8n-check --bin $(BIN)
 
+.PHONY: lab
+lab: build ## the Webhook Retry Lab: five designs (hookgate the fifth) against copies, a lost ack and crashes; writes .local/lab/report.html (docs/lab.md)
+	@$(BIN)/devtool lab --bin $(BIN) $(ARGS)
+
 # The deploy checks (kustomize, Prometheus rules) run no goroutines of ours,
 # and their ~200 dependency packages (Kubernetes, kustomize, PromQL) are
 # compiled once, for vet, rather than a second time under the race detector.

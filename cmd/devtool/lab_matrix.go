@@ -173,7 +173,8 @@ func (l *labRun) crashAtTrap(ctx context.Context, t labTarget, tr *trap) string 
 	return ""
 }
 
-// labProgress prints one line per cell started and finished.
+// labProgress prints a line as each cell starts and ends: how many are
+// done, the outcome of the one that ended, and which still run.
 type labProgress struct {
 	mu      sync.Mutex
 	con     *console
@@ -186,23 +187,29 @@ func (p *labProgress) started(cell string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.running = append(p.running, cell)
-	p.print()
+	p.con.printf("lab", "%d/%d cells done; started %s%s", p.done, p.total, cell, p.others(cell))
 }
 
-func (p *labProgress) finished(cell string) {
+func (p *labProgress) finished(cell, outcome string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
 	p.running = slices.DeleteFunc(p.running, func(s string) bool { return s == cell })
-	p.print()
+	p.con.printf("lab", "%d/%d cells done; %s: %s%s", p.done, p.total, cell, outcome, p.others(cell))
 }
 
-func (p *labProgress) print() {
-	running := "-"
-	if len(p.running) > 0 {
-		running = strings.Join(p.running, ", ")
+// others names the cells running besides cell.
+func (p *labProgress) others(cell string) string {
+	var others []string
+	for _, c := range p.running {
+		if c != cell {
+			others = append(others, c)
+		}
 	}
-	p.con.printf("lab", "%d/%d cells done; running: %s", p.done, p.total, running)
+	if len(others) == 0 {
+		return ""
+	}
+	return " (still running: " + strings.Join(others, ", ") + ")"
 }
 
 // runColumn runs the scenarios against one design, each cell with a target
@@ -234,7 +241,7 @@ func (l *labRun) runColumn(ctx context.Context, design string, scenarios []strin
 				results[len(results)-1].failure = cerr.Error()
 			}
 		}
-		l.progress.finished(cell)
+		l.progress.finished(cell, labCellText(results[len(results)-1]))
 	}
 	return results, err
 }

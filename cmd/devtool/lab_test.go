@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,4 +92,102 @@ func TestLab(t *testing.T) {
 	for _, external := range []string{"src=", "<link", "@import", "url("} {
 		require.NotContains(t, html, external, "no external assets")
 	}
+}
+
+func TestLabFlags(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--copies", "1"}, "--copies must be between 2 and 50"},
+		{[]string{"--copies", "51"}, "--copies must be between 2 and 50"},
+		{[]string{"--scenario", "crash-during"}, `--scenario: no "crash-during"; choose from copies, lost-ack, crash-before, crash-after`},
+		{[]string{"--design", "lookup,outbox"}, `--design: no "outbox"`},
+		{[]string{"extra"}, "lab takes no arguments"},
+		{[]string{"--bin", "/nonexistent"}, "ingest is not built"},
+	} {
+		var out strings.Builder
+		err := run(t.Context(), append([]string{"devtool", "lab"}, tt.args...), func(string) string { return "" }, &out, &out)
+		require.ErrorContains(t, err, tt.wantErr, tt.args)
+	}
+
+	picked, err := pickNames("--scenario", "crash-after, copies,crash-after", scenarioNames())
+	require.NoError(t, err)
+	require.Equal(t, []string{scenarioCopies, scenarioCrashAfter}, picked, "the table's order, once each")
+	all, err := pickNames("--design", "all", designNames())
+	require.NoError(t, err)
+	require.Equal(t, []string{designLookup, designSeen, designLease, designLeaseKey, designHookgate}, all)
+}
+
+// A cell's sentence tells its usual story only when the run measured the
+// usual outcome; otherwise it says what was measured.
+func TestLabWhy(t *testing.T) {
+	t.Parallel()
+	usual := labResult{design: designLookup, scenario: scenarioCopies, copies: 5, tally: labTally{calls: 5, effects: 5}}
+	usual.measure()
+	require.Equal(t, "5 copies each looked the event up before the first had inserted it, so 5 effects ran; the insert after the effect comes too late to stop them.", labWhy(usual))
+
+	unusual := labResult{design: designLookup, scenario: scenarioCopies, copies: 5, tally: labTally{calls: 5, effects: 1}, acked: true, completed: true}
+	unusual.measure()
+	require.Equal(t, "Unusually for this design, this run measured 1 effect(s) for 5 call(s) (0 answered by key without an effect), acked true, its record done true.", labWhy(unusual))
+
+	lost := labResult{design: designSeen, scenario: scenarioCrashBefore, tally: labTally{calls: 1}, acked: true, claimed: true, interrupted: true}
+	lost.measure()
+	require.Equal(t, [3]int{0, 1, 0}, [3]int{lost.duplicates, lost.lost, lost.recovered})
+	require.Contains(t, labWhy(lost), "a seen flag loses the event")
+
+	require.Equal(t, "Not measured: hookgate had not finished.", labWhy(labResult{failure: "hookgate had not finished"}))
+	for _, d := range labDesigns {
+		for _, s := range labScenarios {
+			_, ok := labUsual[[2]string{d.name, s.name}]
+			require.True(t, ok, "%s × %s has its explanation", d.name, s.name)
+		}
+	}
+}
+
+// The lab downstream counts an effect per call without a key, one per key
+// with one, and holds a trapped call before or after its effect.
+func TestLabDownstream(t *testing.T) {
+	t.Parallel()
+	down := newLabDownstream()
+	srv := httptest.NewServer(down)
+	t.Cleanup(srv.Close)
+	post := func(id, key string) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/effect/x", strings.NewReader(`{"id":"`+id+`"}`))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 2 {
+		require.Equal(t, http.StatusOK, post("evt_plain", ""))
+		require.Equal(t, http.StatusOK, post("evt_keyed", "k"))
+	}
+	require.Equal(t, labTally{calls: 2, effects: 2}, down.tally("evt_plain"))
+	require.Equal(t, labTally{calls: 2, effects: 1, deduped: 1}, down.tally("evt_keyed"))
+
+	for _, mode := range []trapMode{trapBefore, trapAfter} {
+		id := fmt.Sprintf("evt_trap_%d", mode)
+		tr := down.arm(id, mode)
+		answered := make(chan int, 1)
+		go func() { answered <- post(id, "") }()
+		<-tr.arrived
+		want := labTally{calls: 1}
+		if mode == trapAfter {
+			want.effects = 1 // performed before the hold
+		}
+		require.Equal(t, want, down.tally(id))
+		close(tr.release)
+		code := <-answered
+		require.Equal(t, mode == trapAfter, code == http.StatusOK, "a call dropped before its effect is not answered 2xx")
+		require.Equal(t, http.StatusOK, post(id, ""), "only the first call is held")
+		want.calls, want.effects = 2, want.effects+1
+		require.Equal(t, want, down.tally(id))
+	}
+	require.Equal(t, http.StatusBadRequest, post("", ""), "an event id is needed")
 }
