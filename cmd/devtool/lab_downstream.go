@@ -10,9 +10,10 @@ import (
 )
 
 // labEffectLatency is how long the lab downstream takes to perform an
-// effect, as a real API call takes tens of milliseconds. It is the window in
-// which copies that looked before any of them recorded the event overlap.
-const labEffectLatency = 40 * time.Millisecond
+// effect, as a real API call takes tens to hundreds of milliseconds. It is
+// the window in which copies that looked before any of them recorded the
+// event overlap.
+const labEffectLatency = 100 * time.Millisecond
 
 // maxLabBody bounds a request body the lab downstream or a design reads.
 const maxLabBody = 64 << 10

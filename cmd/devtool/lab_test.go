@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -190,4 +193,56 @@ func TestLabDownstream(t *testing.T) {
 		require.Equal(t, want, down.tally(id))
 	}
 	require.Equal(t, http.StatusBadRequest, post("", ""), "an event id is needed")
+}
+
+// A lab cancelled while it starts its processes returns and leaves none of
+// them running.
+func TestLabCancelledCleansUp(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var progress proctest.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := runLab(ctx, labOptions{
+			dbURL: db.URL, self: os.Args[0], selfEnv: append(os.Environ(), asMain+"=1"),
+			workDir: t.TempDir(), designs: []string{designLease}, scenarios: []string{scenarioCrashBefore}, copies: 2,
+			logs: &console{w: io.Discard}, con: &console{w: &progress},
+		})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return len(labChildren(t, db.URL)) > 0 }, time.Minute, 10*time.Millisecond, "the design started")
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(time.Minute):
+		t.Fatal("the lab did not return after its context ended")
+	}
+	require.Empty(t, labChildren(t, db.URL), "every process the lab started has exited")
+}
+
+// labChildren lists this process's live children running the lab's
+// lab-design command on the database dbURL (other tests run labs too).
+func labChildren(t *testing.T, dbURL string) []string {
+	t.Helper()
+	var found []string
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+	require.NoError(t, err)
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, pid := range strings.Fields(string(b)) {
+			cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+			environ, eerr := os.ReadFile("/proc/" + pid + "/environ")
+			if err == nil && eerr == nil && strings.Contains(string(cmdline), "lab-design") &&
+				strings.Contains(string(environ), "DATABASE_URL="+dbURL+"\x00") {
+				found = append(found, pid)
+			}
+		}
+	}
+	return found
 }
