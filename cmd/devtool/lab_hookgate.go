@@ -106,7 +106,8 @@ func (t *hookgateTarget) restart(ctx context.Context) error {
 }
 
 // settle waits until the event's claim is completed or failed, for at most
-// labWait.
+// labWait: hookgate's recovery has had its chance by then, and a claim
+// still unfinished is measured as such (lost, when nothing was effected).
 func (t *hookgateTarget) settle(ctx context.Context, eventID string) (claimed, completed bool, err error) {
 	deadline := time.Now().Add(labWait)
 	for {
@@ -119,7 +120,7 @@ func (t *hookgateTarget) settle(ctx context.Context, eventID string) (claimed, c
 		case rec.Status == claim.Completed || rec.Status == claim.Failed:
 			return true, rec.Status == claim.Completed, nil
 		case time.Now().After(deadline):
-			return true, false, fmt.Errorf("hookgate had not finished event %s within %s (status %s)", eventID, labWait, rec.Status)
+			return true, false, nil
 		}
 		select {
 		case <-ctx.Done():
