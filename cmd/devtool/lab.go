@@ -84,6 +84,9 @@ func lab(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer func() { err = errors.Join(err, dropDatabase(context.WithoutCancel(ctx), adminURL, labDB)) }()
 	}
 	logs := &console{w: logFile}
+	// Migrating needs a valid config, not a reachable route: the lab's
+	// hookgate config is written again, with the downstream's address,
+	// before ingest and worker start.
 	cfgPath := filepath.Join(*outDir, "hookgate.yaml")
 	if err := os.WriteFile(cfgPath, []byte(hookgateConfig("http://127.0.0.1:1")), 0o600); err != nil {
 		return err

@@ -246,3 +246,26 @@ func labChildren(t *testing.T, dbURL string) []string {
 	}
 	return found
 }
+
+// A scenario's chart draws each design's duplicates and lost events, the
+// largest count the full height.
+func TestLabChart(t *testing.T) {
+	t.Parallel()
+	results := []labResult{
+		{design: designLookup, scenario: scenarioCrashAfter, duplicates: 2},
+		{design: designSeen, scenario: scenarioCrashAfter, lost: 1},
+		{design: designHookgate, scenario: scenarioCrashAfter},
+	}
+	c := newLabChart(results, []string{designLookup, designSeen, designHookgate}, scenarioCrashAfter)
+	require.Equal(t, "crash after the effect", c.Title)
+	require.Equal(t, 2, c.Max)
+	require.Len(t, c.Bars, 6, "two bars per design")
+	heights := []int{}
+	for _, b := range c.Bars {
+		heights = append(heights, b.H)
+		require.Equal(t, c.AxisY, b.Y+b.H, "bars stand on the axis")
+	}
+	require.Equal(t, []int{chartPlot, 0, 0, chartPlot / 2, 0, 0}, heights)
+	require.Equal(t, "1. lookup", c.Labels[0].Text)
+	require.Equal(t, "5. hookgate", c.Labels[2].Text)
+}
