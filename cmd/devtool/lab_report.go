@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +48,9 @@ func labTable(results []labResult, designs, scenarios []string) string {
 	}
 	w.Flush()
 	b.WriteString("\ndup: side effects beyond the first; lost: acked or claimed, never effected; rec: interrupted, yet effected, acked and completed\n")
+	if slices.Contains(designs, designHookgate) {
+		b.WriteString("hookgate over design 4: the ack tied to a durable job (not to the provider's retries), backoff per route, the console (docs/lab.md)\n")
+	}
 	return b.String()
 }
 

@@ -83,6 +83,7 @@ func TestLab(t *testing.T) {
 	t.Logf("measured:\n%s", table)
 	require.Contains(t, table, "crash after the effect")
 	require.Contains(t, table, "dup 0  lost 1  rec 0", "design 2's crash-before row")
+	require.Contains(t, table, "hookgate over design 4: the ack tied to a durable job")
 
 	path := filepath.Join(t.TempDir(), "report.html")
 	require.NoError(t, writeLabReport(path, results, designNames(), scenarioNames(), 5, 0))
