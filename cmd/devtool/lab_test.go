@@ -270,3 +270,24 @@ func TestLabChart(t *testing.T) {
 	require.Equal(t, "1. lookup", c.Labels[0].Text)
 	require.Equal(t, "5. hookgate", c.Labels[2].Text)
 }
+
+// The lab uses a Postgres that runs in the data directory already (a `make
+// run` beside it) instead of starting one: a live process working in the
+// directory named by its postmaster.pid.
+func TestLocalServerRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.False(t, localServerRunning(dir), "no pid file")
+	server := exec.Command("sleep", "60")
+	server.Dir = dir
+	require.NoError(t, server.Start())
+	pidFile := filepath.Join(dir, "postmaster.pid")
+	require.NoError(t, os.WriteFile(pidFile, fmt.Appendf(nil, "%d\n%s\n", server.Process.Pid, dir), 0o600))
+	require.True(t, localServerRunning(dir))
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "postmaster.pid"), fmt.Appendf(nil, "%d\n", server.Process.Pid), 0o600))
+	require.False(t, localServerRunning(other), "a live process working elsewhere")
+	require.NoError(t, server.Process.Kill())
+	_ = server.Wait()
+	require.False(t, localServerRunning(dir), "a stale pid file")
+}
