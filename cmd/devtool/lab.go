@@ -110,6 +110,9 @@ func lab(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(stdout, "took %s; the report, with a chart per scenario and why each cell came out so: %s\n", took, reportPath)
+	if ctx.Err() != nil {
+		return errors.New("interrupted: the table holds the cells that ended; every process the lab started is stopped")
+	}
 	if runErr != nil {
 		return fmt.Errorf("the lab did not run every cell (see %s): %w", logPath, runErr)
 	}
