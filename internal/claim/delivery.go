@@ -222,7 +222,8 @@ type JobRun struct {
 
 // EndJobs ends delivery jobs in one transaction and one round trip: for
 // each attempts[i] made by the run jobs[i], it records the outcome (see
-// RecordAttempts) and completes the job, as river.JobCompleteTx would. The
+// RecordAttempts) and deletes the finished job's row (deleteJobsSQL: the
+// delivery and its history are the record, not River's row). The
 // transaction is s's when s is one Transact handed out; else the
 // statements, sent together, run as one implicit transaction that commits
 // once all have succeeded (pgx.Conn.SendBatch), so no BEGIN or COMMIT
@@ -234,7 +235,7 @@ type JobRun struct {
 // River's fence: only jobs still running the attempt that ended are
 // touched. A job River rescued meanwhile and started again (a higher
 // attempt) is left alone, and so is its delivery: the new run owns it.
-// live[i] says whether jobs[i] was still running and is now completed;
+// live[i] says whether jobs[i] was still running and is now deleted;
 // recorded[i] whether attempts[i] was written (false also when the
 // delivery was no longer processing). Keys must be distinct.
 func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) (live, recorded []bool, err error) {
@@ -252,7 +253,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		queueLockClaims(&b, attempts)
 		s.river().JobLockRunningMany(&b, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
-		live = s.river().JobCompleteRunningMany(&b, jobs, time.Now())
+		live = s.river().JobDeleteRunningMany(&b, jobs)
 		if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, nil, fmt.Errorf("ending %d jobs: %w", len(jobs), err)
 		}
@@ -268,7 +269,7 @@ func (s *Store) EndJobs(ctx context.Context, attempts []Attempt, jobs []JobRun) 
 		tx.river().JobLockRunningMany(&b, jobs)
 		recorded = queueRecordAttempts(&b, attempts, jobs)
 		released := queueRelease(&b, claims)
-		live = tx.river().JobCompleteRunningMany(&b, jobs, time.Now())
+		live = tx.river().JobDeleteRunningMany(&b, jobs)
 		if err := tx.db.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}

@@ -2,9 +2,11 @@ package claim_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
@@ -33,19 +35,24 @@ func endJobsBundle(t *testing.T) (*bundle, []claim.Attempt, []claim.JobRun) {
 	return b, attempts, jobs
 }
 
-// jobState returns the state of job id.
+// jobState returns the state of job id, "" when its row is gone.
 func (b *bundle) jobState(t *testing.T, id int64) rivertype.JobState {
 	t.Helper()
 	var state rivertype.JobState
-	require.NoError(t, b.conn.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state))
+	err := b.conn.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ""
+	}
+	require.NoError(t, err)
 	return state
 }
 
 // TestEndJobs ends four jobs in one call, outside any transaction of the
-// caller's: the ones still running their attempt are completed with their
-// deliveries and claims (siblings rolled up together); a job River rescued
-// meanwhile, and its delivery, are left alone; a delivery settled
-// elsewhere keeps its status while its job completes.
+// caller's: the ones still running their attempt end with their
+// deliveries and claims (siblings rolled up together), and their job rows
+// are deleted in the same transaction; a job River rescued meanwhile, and
+// its delivery, are left alone; a delivery settled elsewhere keeps its
+// status while its job's row is deleted.
 func TestEndJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -59,9 +66,10 @@ func TestEndJobs(t *testing.T) {
 	require.Equal(t, []bool{true, false, true, true}, live)
 	require.Equal(t, []bool{true, false, true, false}, recorded)
 
-	require.Equal(t, rivertype.JobStateCompleted, b.jobState(t, jobs[0].ID))
+	require.Empty(t, b.jobState(t, jobs[0].ID), "an ended job's row is deleted")
+	require.Empty(t, b.jobState(t, jobs[2].ID), "an ended job's row is deleted")
 	require.Equal(t, rivertype.JobStateRunning, b.jobState(t, jobs[rescued].ID), "the rescued run owns its job")
-	require.Equal(t, rivertype.JobStateCompleted, b.jobState(t, jobs[settled].ID))
+	require.Empty(t, b.jobState(t, jobs[settled].ID), "an ended job's row is deleted")
 	// evt_e3's claim is left as the settling found it: nothing was recorded.
 	for id, want := range map[string]claim.Status{"evt_e1": claim.Completed, "evt_e2": claim.Processing, "evt_e3": claim.Processing} {
 		c, _ := b.get(t, id)
@@ -78,7 +86,7 @@ func TestEndJobs(t *testing.T) {
 }
 
 // TestEndJobsIsAllOrNothing: the statements of one end are one
-// transaction. When the last of them (completing the jobs) fails, the
+// transaction. When the last of them (deleting the jobs) fails, the
 // deliveries recorded before it are not: every delivery is still
 // processing, every job still running, and ending them again succeeds.
 func TestEndJobsIsAllOrNothing(t *testing.T) {
@@ -90,8 +98,8 @@ BEGIN
     RAISE EXCEPTION 'completion refused';
 END
 $$`)
-	b.exec(t, `CREATE TRIGGER refuse_completion BEFORE UPDATE ON river_job
-FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.id = `+strconv.FormatInt(jobs[2].ID, 10)+`) EXECUTE FUNCTION refuse_completion()`)
+	b.exec(t, `CREATE TRIGGER refuse_completion BEFORE DELETE ON river_job
+FOR EACH ROW WHEN (OLD.id = `+strconv.FormatInt(jobs[2].ID, 10)+`) EXECUTE FUNCTION refuse_completion()`)
 
 	_, _, err := b.store.EndJobs(ctx, attempts, jobs)
 	require.ErrorContains(t, err, "completion refused")

@@ -103,7 +103,7 @@ func requireJobEndsByKeys(t *testing.T, tx pgx.Tx, batch int, event func(i int) 
 		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
 		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts,
 			calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses}},
-		{"completing jobs", completeJobsSQL, []any{jobs, attempts, time.Now()}},
+		{"ending jobs", deleteJobsSQL, []any{jobs, attempts}},
 		{"releasing waiting deliveries", releaseSQL, []any{providers, ids}},
 	} {
 		for _, scan := range planScans(t, tx, s.sql, s.args...) {

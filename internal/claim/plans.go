@@ -15,7 +15,7 @@ import (
 // connection): accepting a batch of events (claimManySQL), loading a
 // batch of deliveries (loadDeliveriesSQL) and ending a batch of jobs
 // (lockClaimsSQL, lockRunningJobsSQL, recordAttemptsSQL, releaseSQL,
-// completeJobsSQL). Under Postgres' default plan_cache_mode, auto, such a
+// deleteJobsSQL). Under Postgres' default plan_cache_mode, auto, such a
 // statement is planned anew at every run for as long as its custom plans
 // look cheaper than its generic one, which for the arrays of one or a few
 // rows that a light load sends is always. Planning these statements took
@@ -54,7 +54,7 @@ func queueSessionPlans(b *pgx.Batch) {
 //
 // It is for River's completer. After a job's Work returns, River completes
 // the job once more (JobSetStateIfRunningMany: its fence, a no-op for a
-// job hookgate's end transaction already completed), one statement per
+// job hookgate's end transaction already deleted), one statement per
 // batch of a few hundred jobs, which joins river_job to the batch's ids.
 // At the default cost, while river_job holds tens of thousands of rows (a
 // young installation, or the backlog after an outage, which is when a

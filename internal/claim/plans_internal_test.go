@@ -35,7 +35,7 @@ func TestHotPathsPlanOnce(t *testing.T) {
 		"locking claims":               lockClaimsSQL,
 		"locking running jobs":         lockRunningJobsSQL,
 		"recording attempts":           recordAttemptsSQL,
-		"completing jobs":              completeJobsSQL,
+		"ending jobs":                  deleteJobsSQL,
 		"releasing waiting deliveries": releaseSQL,
 	}
 	read := func() map[string]plans {

@@ -95,17 +95,25 @@ CROSS JOIN LATERAL (
     LIMIT 1 FOR UPDATE) x
 WHERE x.state = 'running'`
 
-// completeJobsSQL completes the jobs of ids still running attempts, which
-// lockRunningJobsSQL locked, and returns their numbers (from 1): what
-// river.JobCompleteTx writes for one job (state and finalized_at; River's
-// completion carries no metadata here), for all of them in one statement.
-// The public call costs a statement, and so a round trip, per job: in a
-// batch of ends that share one transaction that cost more than a tenth of
-// the worker's drain rate (docs/benchmarks.md). Rows are found as in
-// lockRunningJobsSQL and updated through their ctids.
-const completeJobsSQL = `
-UPDATE river_job j SET state = 'completed', finalized_at = $3
-FROM (
+// deleteJobsSQL deletes the jobs of ids still running attempts, which
+// lockRunningJobsSQL locked, and returns their numbers (from 1). It is the
+// end of a delivery's job in the transaction that commits the delivery's
+// outcome: the delivery row and its attempt history are the record
+// (CONTRACT.md, "River's job rows are internal"), so the job's row is not
+// kept. River's completion (river.JobCompleteTx, one statement and so one
+// round trip per job; this was its set-based form until the fourth round)
+// rewrote the row as completed, a new version in every one of river_job's
+// indexes, its two GIN indexes among them, and River's job cleaner deleted
+// it a day later: a second write of every job, and a day of jobs in the
+// indexes River's fetch and the fence walk (docs/benchmarks.md, "Cost at
+// scale"). Deleting it writes once, and the table stays near the jobs in
+// flight. River's own completion after Work returns then finds no row,
+// which its fence (JobSetStateIfRunningMany) treats as a job no longer
+// running: it changes nothing (TestRiverCompletionConformance). Rows are
+// found as in lockRunningJobsSQL and deleted through their ctids.
+const deleteJobsSQL = `
+DELETE FROM river_job j
+USING (
     SELECT v.i, x.tid
     FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS v(id, attempt, i)
     CROSS JOIN LATERAL (
@@ -123,17 +131,17 @@ func (riverTables) JobLockRunningMany(b *pgx.Batch, runs []JobRun) {
 	b.Queue(lockRunningJobsSQL, ids, attempts).Exec(func(pgconn.CommandTag) error { return nil })
 }
 
-// JobCompleteRunningMany queues the statement that completes the jobs of runs
-// still running their attempts, at finalizedAt, as river.JobCompleteTx would
-// (completeJobsSQL). The returned slice says, once the batch has run, which
-// were completed.
-func (riverTables) JobCompleteRunningMany(b *pgx.Batch, runs []JobRun, finalizedAt time.Time) []bool {
+// JobDeleteRunningMany queues the statement that deletes the jobs of runs
+// still running their attempts (deleteJobsSQL), River's fence kept: a job
+// rescued and running a later attempt is left alone. The returned slice
+// says, once the batch has run, which were deleted.
+func (riverTables) JobDeleteRunningMany(b *pgx.Batch, runs []JobRun) []bool {
 	ids, attempts := jobRunArrays(runs)
 	live := make([]bool, len(runs))
-	b.Queue(completeJobsSQL, ids, attempts, finalizedAt).Query(func(rows pgx.Rows) error {
+	b.Queue(deleteJobsSQL, ids, attempts).Query(func(rows pgx.Rows) error {
 		nums, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return fmt.Errorf("completing %d jobs: %w", len(runs), err)
+			return fmt.Errorf("ending %d jobs: %w", len(runs), err)
 		}
 		for _, i := range nums {
 			live[i-1] = true

@@ -5,12 +5,12 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
@@ -32,63 +32,73 @@ func TestRiverVersionChecked(t *testing.T) {
 		v, riverChecked)
 }
 
-// timestamps are the columns the conformance test leaves aside: set from
-// clocks, never equal between two rows.
-var timestamps = []string{"created_at", "attempted_at", "finalized_at", "scheduled_at"}
-
-// TestRiverCompletionConformance ends two identical running jobs, one with
-// river.JobCompleteTx and one with the seam's statements, and requires the
-// two rows to be equal column by column, timestamps aside (those must be
-// set, or not, alike). It covers every state hookgate writes to a job:
-// completed is the only one (a delivery failed for good completes its job
-// too; retries, cancels and snoozes are River's own).
+// TestRiverCompletionConformance ends running jobs with the seam's
+// statements (JobLockRunningMany, JobDeleteRunningMany) and requires the
+// outcome River's own calls reach, through River's public API:
+//
+//   - a job running the attempt that ended ends with no row, as one
+//     River completes (river.JobCompleteTx) and its job cleaner later
+//     deletes (Client.JobDeleteTx, the same end state);
+//   - River's completion after Work returns (JobCompleteTx sends the
+//     statement River's completer sends, JobSetStateIfRunningMany) then
+//     finds no row, and leaves none: ErrNotFound, nothing written back;
+//   - a job River rescued and started again under a later attempt is left
+//     running, its columns untouched (River's own completion has no such
+//     fence: it would complete it).
+//
+// Deleting is the only end hookgate writes to a job (a delivery failed for
+// good ends its job too; retries, cancels and snoozes are River's own).
 func TestRiverCompletionConformance(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	tx := dbtest.Tx(t)
 	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{TestOnly: true})
 	require.NoError(t, err)
+	wctx := rivertest.WorkContext(ctx, client)
 
-	for _, state := range []string{"completed"} {
-		t.Run(state, func(t *testing.T) {
-			args := DeliveryArgs{Provider: "stripe", EventID: "evt_conform_" + state, Route: "ship"}
-			opts := &river.InsertOpts{Queue: Queue("ship"), MaxAttempts: 5, Metadata: []byte(`{"traceparent": "00-1-2-01"}`)}
-			var ids [2]int64
-			for i := range ids {
-				res, err := client.InsertTx(ctx, tx, args, opts)
-				require.NoError(t, err)
-				ids[i] = res.Job.ID
-			}
-			// As River's producer fetches them: running their first attempt.
-			_, err := tx.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
-    attempted_by = ARRAY['conformance'] WHERE id = ANY($1)`, ids[:])
-			require.NoError(t, err)
-
-			row, err := client.JobGetTx(ctx, tx, ids[0])
-			require.NoError(t, err)
-			_, err = river.JobCompleteTx[*riverpgxv5.Driver](rivertest.WorkContext(ctx, client), tx, &river.Job[DeliveryArgs]{JobRow: row, Args: args})
-			require.NoError(t, err)
-
-			seam := riverTables{db: tx}
-			runs := []JobRun{{ID: ids[1], Attempt: 1}}
-			var b pgx.Batch
-			seam.JobLockRunningMany(&b, runs)
-			live := seam.JobCompleteRunningMany(&b, runs, time.Now())
-			require.NoError(t, tx.SendBatch(ctx, &b).Close())
-			require.Equal(t, []bool{true}, live)
-
-			theirs, ours := jobColumns(t, tx, ids[0]), jobColumns(t, tx, ids[1])
-			require.Equal(t, state, theirs["state"])
-			for _, c := range timestamps {
-				require.Equalf(t, theirs[c] == nil, ours[c] == nil, "%s is set by one completion and not the other", c)
-				delete(theirs, c)
-				delete(ours, c)
-			}
-			delete(theirs, "id")
-			delete(ours, "id")
-			require.Equal(t, theirs, ours, "River's completion and the seam's differ")
-		})
+	args := DeliveryArgs{Provider: "stripe", EventID: "evt_conform", Route: "ship"}
+	opts := &river.InsertOpts{Queue: Queue("ship"), MaxAttempts: 5, Metadata: []byte(`{"traceparent": "00-1-2-01"}`)}
+	var ids [3]int64
+	for i := range ids {
+		res, err := client.InsertTx(ctx, tx, args, opts)
+		require.NoError(t, err)
+		ids[i] = res.Job.ID
 	}
+	// As River's producer fetches them: running their first attempt; the
+	// third was rescued meanwhile and runs its second.
+	_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = CASE WHEN id = $2 THEN 2 ELSE 1 END,
+    attempted_at = now(), attempted_by = ARRAY['conformance'] WHERE id = ANY($1)`, ids[:], ids[2])
+	require.NoError(t, err)
+	job := func(id int64) *river.Job[DeliveryArgs] {
+		row, err := client.JobGetTx(ctx, tx, id)
+		require.NoError(t, err)
+		return &river.Job[DeliveryArgs]{JobRow: row, Args: args}
+	}
+	rescued, stale := jobColumns(t, tx, ids[2]), job(ids[1])
+
+	// River's way: completed, then deleted once the retention is over.
+	_, err = river.JobCompleteTx[*riverpgxv5.Driver](wctx, tx, job(ids[0]))
+	require.NoError(t, err)
+	_, err = client.JobDeleteTx(ctx, tx, ids[0])
+	require.NoError(t, err)
+
+	seam := riverTables{db: tx}
+	runs := []JobRun{{ID: ids[1], Attempt: 1}, {ID: ids[2], Attempt: 1}}
+	var b pgx.Batch
+	seam.JobLockRunningMany(&b, runs)
+	live := seam.JobDeleteRunningMany(&b, runs)
+	require.NoError(t, tx.SendBatch(ctx, &b).Close())
+	require.Equal(t, []bool{true, false}, live, "the run that ended is deleted; the rescued run's job is not")
+
+	for _, id := range ids[:2] {
+		_, err := client.JobGetTx(ctx, tx, id)
+		require.ErrorIs(t, err, rivertype.ErrNotFound, "job %d has no row, River's way and the seam's", id)
+	}
+	_, err = river.JobCompleteTx[*riverpgxv5.Driver](wctx, tx, stale)
+	require.ErrorIs(t, err, rivertype.ErrNotFound, "River's completion after Work finds no row")
+	_, err = client.JobGetTx(ctx, tx, ids[1])
+	require.ErrorIs(t, err, rivertype.ErrNotFound, "and writes none back")
+	require.Equal(t, rescued, jobColumns(t, tx, ids[2]), "the rescued run's job is untouched")
 }
 
 // jobColumns returns job id's row, column by column.

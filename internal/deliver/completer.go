@@ -26,7 +26,7 @@ const endConcurrency = 1
 
 // completer records the outcomes of delivery attempts and ends their
 // jobs: each job's final outcome is written in the
-// transaction that completes the job. Concurrent ends share a transaction
+// transaction that deletes the job's row. Concurrent ends share a transaction
 // (see batch.Combiner), so that a hundred deliveries finishing together cost one
 // commit rather than a hundred, and that transaction is one round trip
 // (claim.Store.EndJobs): commits and round trips, not statements, are what

@@ -29,8 +29,7 @@ func TestWorkAfterRetention(t *testing.T) {
 		})
 		b.claimed(t, "evt_cleared", "ship")
 		tx, w := b.begin(t)
-		_, err := work(t, tx, w, b.job(t, tx, "evt_cleared", "ship"))
-		require.NoError(t, err)
+		b.workEnds(t, tx, w, b.job(t, tx, "evt_cleared", "ship"))
 		require.NoError(t, tx.Commit(t.Context()))
 		require.Len(t, b.down.received(), 1)
 
@@ -47,9 +46,7 @@ func TestWorkAfterRetention(t *testing.T) {
 		jobs, err := b.client.JobListTx(t.Context(), tx, river.NewJobListParams().Kinds(claim.DeliveryKind).States("available"))
 		require.NoError(t, err)
 		require.Len(t, jobs.Jobs, 1, "the reopen's job")
-		out, err := work(t, tx, w, jobs.Jobs[0])
-		require.NoError(t, err)
-		require.Equal(t, river.EventKindJobCompleted, out.EventKind, "ended, not retried")
+		b.workEnds(t, tx, w, jobs.Jobs[0]) // ended, not retried
 
 		d := delivery(t, tx, "evt_cleared", "ship")
 		require.Equal(t, claim.DeliveryFailed, d.Status)
@@ -68,8 +65,7 @@ func TestWorkAfterRetention(t *testing.T) {
 			[]string{"ship"}, true)
 		require.NoError(t, err)
 		tx, w := b.begin(t)
-		_, err = work(t, tx, w, b.job(t, tx, "evt_empty", "ship"))
-		require.NoError(t, err)
+		b.workEnds(t, tx, w, b.job(t, tx, "evt_empty", "ship"))
 		require.Equal(t, claim.DeliveryCompleted, delivery(t, tx, "evt_empty", "ship").Status)
 		reqs := b.down.received()
 		require.Len(t, reqs, 1)

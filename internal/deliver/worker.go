@@ -81,15 +81,15 @@ type Options struct {
 // Worker is the River worker of claim.DeliveryArgs jobs. One job run is at
 // most one downstream call. Its outcome is recorded like this:
 //
-//   - 2xx: the delivery is completed and the job completed in one
+//   - 2xx: the delivery is completed and the job's row deleted in one
 //     transaction (see completer), so a crash can never leave one
 //     without the other.
 //   - a rejection (4xx other than 408, 409, 425, 429; a redirect), or a
 //     retryable failure on the job's last attempt: the delivery is failed
-//     and the job completed, again in one transaction. River has no
-//     transactional "fail job", so such a job shows as completed in River;
-//     the delivery table is the authority on what happened, and its
-//     last_error says why.
+//     and the job's row deleted, again in one transaction. River has no
+//     transactional "fail job"; the delivery table and its history are
+//     the authority on what happened (River's job rows are internal), and
+//     its last_error says why.
 //   - a retryable failure with attempts left: the attempt is recorded and
 //     Work returns an error, so River schedules the next run at NextRetry.
 //   - a call cut short because the worker is stopping: the attempt is

@@ -429,7 +429,8 @@ func deliveryOf(t *testing.T, ds []claim.Delivery, route string) claim.Delivery 
 	return claim.Delivery{}
 }
 
-// jobsOf counts the River jobs of event id, in any state.
+// jobsOf counts the River jobs of event id still stored, in any state: a
+// delivery's end deletes its job's row.
 func (s *stack) jobsOf(id string) int {
 	s.t.Helper()
 	var n int
