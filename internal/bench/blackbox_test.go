@@ -187,8 +187,16 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 func privateCluster(b *testing.B, bins binaries, cfg string, flushDelay time.Duration) (
 	dbURL string, pool *pgxpool.Pool, label string, stop func()) {
 	b.Helper()
+	return privateClusterWith(b, bins, cfg, flushDelay)
+}
+
+// privateClusterWith is privateCluster with further server settings
+// ("name=value"), named in the label too.
+func privateClusterWith(b *testing.B, bins binaries, cfg string, flushDelay time.Duration, settings ...string) (
+	dbURL string, pool *pgxpool.Pool, label string, stop func()) {
+	b.Helper()
 	ctx := context.Background()
-	durable := []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}
+	durable := append([]string{"fsync=on", "synchronous_commit=on", "full_page_writes=on"}, settings...)
 	c := dbtest.NewCluster(b)
 	c.Settings = append(c.Settings, durable...)
 	label = strings.Join(durable, ", ")

@@ -47,14 +47,19 @@ const pairShare = 0.3
 // the run, and the WAL each event wrote end to end (accept and deliver)
 // beside pgbench's per-event transaction's. BENCH_DAY_STORAGE=off resets
 // the storage parameters of migration 00020 first, to measure what they
-// give.
+// give; BENCH_DAY_SHARED_BUFFERS (e.g. 1GB) sets the cluster's
+// shared_buffers (Postgres' default, 128MB, otherwise).
 func BenchmarkDay(b *testing.B) {
 	day, jobsKept, storage := dayFromEnv(b), dayJobRetention(b), dayStorage(b)
 	n := envInt("BENCH_DAY_EVENTS", 5000)
 	bins := buildBinaries(b)
 	down := newSink(b)
 	cfg := writeConfig(b, down.URL, workerConcurrency())
-	dbURL, pool, label, stop := privateCluster(b, bins, cfg, 0)
+	var settings []string
+	if sb := os.Getenv("BENCH_DAY_SHARED_BUFFERS"); sb != "" {
+		settings = append(settings, "shared_buffers="+sb)
+	}
+	dbURL, pool, label, stop := privateClusterWith(b, bins, cfg, 0, settings...)
 	defer stop()
 	ctx := context.Background()
 	if !storage {
