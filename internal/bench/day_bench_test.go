@@ -48,7 +48,9 @@ const pairShare = 0.3
 // beside pgbench's per-event transaction's. BENCH_DAY_STORAGE=off resets
 // the storage parameters of migration 00020 first, to measure what they
 // give; BENCH_DAY_SHARED_BUFFERS (e.g. 1GB) sets the cluster's
-// shared_buffers (Postgres' default, 128MB, otherwise).
+// shared_buffers (Postgres' default, 128MB, otherwise);
+// BENCH_DAY_STATEMENTS=on prints each drain's statements from
+// pg_stat_statements.
 func BenchmarkDay(b *testing.B) {
 	day, jobsKept, storage := dayFromEnv(b), dayJobRetention(b), dayStorage(b)
 	n := envInt("BENCH_DAY_EVENTS", 5000)
@@ -59,6 +61,10 @@ func BenchmarkDay(b *testing.B) {
 	if sb := os.Getenv("BENCH_DAY_SHARED_BUFFERS"); sb != "" {
 		settings = append(settings, "shared_buffers="+sb)
 	}
+	statements := os.Getenv("BENCH_DAY_STATEMENTS") == "on"
+	if statements {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements")
+	}
 	dbURL, pool, label, stop := privateClusterWith(b, bins, cfg, 0, settings...)
 	defer stop()
 	ctx := context.Background()
@@ -68,7 +74,12 @@ func BenchmarkDay(b *testing.B) {
 		}
 	}
 	r := dayRun{bins: bins, cfg: cfg, env: []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret},
-		pool: pool, pg: postmaster(b, pool), down: down, n: n}
+		pool: pool, pg: postmaster(b, pool), down: down, n: n, statements: statements}
+	if statements {
+		if _, err := pool.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	b.ResetTimer()
 	load0 := loadAverage(b)
@@ -110,6 +121,9 @@ func BenchmarkDay(b *testing.B) {
 		f    dayFigures
 	}{{"empty", empty}, {"a day old", aged}} {
 		f.f.print(out, f.name)
+		if statements {
+			fmt.Fprintf(out, "  the drain's statements, by execution time an event drained:\n%s", f.f.profile)
+		}
 	}
 	fmt.Fprintf(out, "%-40s", "four backlogs, one after another")
 	for _, rate := range backlogs {
@@ -123,6 +137,30 @@ func BenchmarkDay(b *testing.B) {
 		fmt.Fprintf(out, "%-40s WAL %5.0f B a job, %s for 20,000\n", e.name, e.e.wal, e.e.elapsed.Round(time.Millisecond))
 	}
 
+	dayRatios{empty: empty, aged: aged, backlogs: backlogs, pgbenchWAL: pgbenchWAL, complete: complete, deleted: deleted,
+		steal: steal, load0: load0, load1: load1}.print(out)
+	b.ReportMetric(aged.ingest.rate()/empty.ingest.rate(), "aged_ingest/empty")
+	b.ReportMetric(aged.drain/empty.drain, "aged_drain/empty")
+	b.ReportMetric(aged.drain/aged.ingest.rate(), "aged_drain/ingest")
+	b.ReportMetric(ms(aged.pair.pct(0.99)), "aged_pair_p99_ms")
+	b.ReportMetric(backlogs[3]/backlogs[0], "backlog4/backlog1")
+	b.ReportMetric(aged.wal(), "aged_wal_B/event")
+	b.ReportMetric(steal, "steal_%")
+}
+
+// dayRatios are what BenchmarkDay prints last.
+type dayRatios struct {
+	empty, aged       dayFigures
+	backlogs          []float64
+	pgbenchWAL        float64
+	complete, deleted jobEnd
+	steal             float64
+	load0, load1      string
+}
+
+func (d dayRatios) print(out io.Writer) {
+	empty, aged, backlogs, pgbenchWAL, complete, deleted := d.empty, d.aged, d.backlogs, d.pgbenchWAL, d.complete, d.deleted
+	steal, load0, load1 := d.steal, d.load0, d.load1
 	fmt.Fprintf(out, "\nratios, same run (target)\n")
 	fmt.Fprintf(out, "  the machine's CPU steal            %4.1f %% of its CPU time over the run; load average %s at the start, %s at the end\n",
 		steal, load0, load1)
@@ -137,13 +175,6 @@ func BenchmarkDay(b *testing.B) {
 		empty.wal(), aged.wal(), empty.wal()/pgbenchWAL, aged.wal()/pgbenchWAL)
 	fmt.Fprintf(out, "  a job's end, WAL deleted / completed %4.2f; time %.2f\n\n",
 		deleted.wal/complete.wal, deleted.elapsed.Seconds()/complete.elapsed.Seconds())
-	b.ReportMetric(aged.ingest.rate()/empty.ingest.rate(), "aged_ingest/empty")
-	b.ReportMetric(aged.drain/empty.drain, "aged_drain/empty")
-	b.ReportMetric(aged.drain/aged.ingest.rate(), "aged_drain/ingest")
-	b.ReportMetric(ms(aged.pair.pct(0.99)), "aged_pair_p99_ms")
-	b.ReportMetric(backlogs[3]/backlogs[0], "backlog4/backlog1")
-	b.ReportMetric(aged.wal(), "aged_wal_B/event")
-	b.ReportMetric(steal, "steal_%")
 }
 
 // dayRun is what BenchmarkDay's phases share.
@@ -155,6 +186,9 @@ type dayRun struct {
 	pg   server
 	down *sink
 	n    int
+	// statements profiles each drain with pg_stat_statements
+	// (BENCH_DAY_STATEMENTS=on).
+	statements bool
 }
 
 // dayFigures are one turn of BenchmarkDay's phases.
@@ -166,6 +200,7 @@ type dayFigures struct {
 	late                int     // pair events sent late: every slot in flight
 	ingestWAL, drainWAL float64 // bytes an event
 	ingestPG, drainPG   float64 // Postgres CPU-s per 1,000 events
+	profile             string  // the drain's statements (r.statements)
 }
 
 // wal is the WAL an event wrote end to end: accepted and delivered.
@@ -218,6 +253,11 @@ func (r dayRun) phases(b *testing.B, prefix string) dayFigures {
 		b.Fatal(err)
 	}
 	wal1, pg1 := walBytes(b, r.pool), r.pg.cpu()
+	if r.statements {
+		if _, err := r.pool.Exec(context.Background(), `SELECT pg_stat_statements_reset()`); err != nil {
+			b.Fatal(err)
+		}
+	}
 	worker = startBinary(b, r.bins, "worker", r.cfg, r.env)
 	defer worker.stop(b)
 	waitDrained(b, r.pool, r.down, before+r.n)
@@ -226,6 +266,9 @@ func (r dayRun) phases(b *testing.B, prefix string) dayFigures {
 	f.ingestPG, f.drainPG = (pg1-pg0)/float64(r.n)*1000, (pg2-pg1)/float64(r.n)*1000
 	f.drain = spanRate(b, r.pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries
 WHERE starts_with(event_id, '`+prefix+`_') AND NOT starts_with(event_id, '`+prefix+`_warm')`)
+	if r.statements {
+		f.profile = statementProfile(b, r.pool, r.n)
+	}
 
 	f.pairAsked = pairShare * f.ingest.rate()
 	pairEvents := events(prefix+"_pair", int(f.pairAsked*float64(envInt("BENCH_DAY_PAIR_SECONDS", 20))))
@@ -302,6 +345,35 @@ func openLoop(evs []signedEvent, rate float64, send func(signedEvent) error) (ac
 	}
 	wg.Wait()
 	return acked, late, time.Since(start), err
+}
+
+// statementProfile returns the ten statements that took the most
+// execution time since pg_stat_statements was last reset, each with its
+// microseconds and shared blocks read (from outside shared_buffers) an
+// event, over n events.
+func statementProfile(b *testing.B, pool *pgxpool.Pool, n int) string {
+	b.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT total_exec_time * 1000 / $1, shared_blks_read::float8 / $1, calls,
+       regexp_replace(left(query, 90), '\s+', ' ', 'g')
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var sb strings.Builder
+	for rows.Next() {
+		var us, reads float64
+		var calls int64
+		var query string
+		if err := rows.Scan(&us, &reads, &calls, &query); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&sb, "    %7.1f µs %6.2f blocks read %8d calls  %s\n", us, reads, calls, query)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return sb.String()
 }
 
 // loadAverage is the machine's load average over the last minute, five
