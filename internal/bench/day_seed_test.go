@@ -75,13 +75,13 @@ func dayStorage(b *testing.B) bool {
 // resetStorageSQL gives the tables 00020 tunes Postgres' default storage
 // parameters back.
 const resetStorageSQL = `
-ALTER TABLE webhook_event_claims RESET (fillfactor, autovacuum_vacuum_scale_factor,
-    autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor);
-ALTER TABLE webhook_deliveries RESET (fillfactor, autovacuum_vacuum_scale_factor,
-    autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor);
+ALTER TABLE webhook_event_claims RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_insert_scale_factor,
+    autovacuum_analyze_scale_factor);
+ALTER TABLE webhook_deliveries RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_insert_scale_factor,
+    autovacuum_analyze_scale_factor);
 ALTER TABLE webhook_attempts RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_insert_scale_factor,
     autovacuum_analyze_scale_factor);
-ALTER TABLE river_job RESET (fillfactor, autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold,
+ALTER TABLE river_job RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold,
     autovacuum_analyze_scale_factor)`
 
 // seedDaySQL writes the events $1..$2 of a day that began at $3 and ran

@@ -12,9 +12,9 @@ import (
 	"github.com/hookgate/hookgate/internal/migrate"
 )
 
-// The storage parameters migration (00020) leaves autovacuum and fill
-// factor set on the tables a day of traffic grows, River's job table
-// among them, and running the migrations again changes nothing.
+// The storage parameters migration (00020) leaves autovacuum's thresholds
+// set on the tables a day of traffic grows, River's job table among them,
+// and running the migrations again changes nothing.
 func TestStorageParameters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -28,11 +28,10 @@ func TestStorageParameters(t *testing.T) {
 
 	vacuum := []string{"autovacuum_vacuum_scale_factor=0.01", "autovacuum_analyze_scale_factor=0.01"}
 	want := map[string][]string{
-		"webhook_event_claims": append([]string{"fillfactor=90", "autovacuum_vacuum_insert_scale_factor=0.01"}, vacuum...),
-		"webhook_deliveries":   append([]string{"fillfactor=90", "autovacuum_vacuum_insert_scale_factor=0.01"}, vacuum...),
+		"webhook_event_claims": append([]string{"autovacuum_vacuum_insert_scale_factor=0.01"}, vacuum...),
+		"webhook_deliveries":   append([]string{"autovacuum_vacuum_insert_scale_factor=0.01"}, vacuum...),
 		"webhook_attempts":     append([]string{"autovacuum_vacuum_insert_scale_factor=0.01"}, vacuum...),
-		"river_job": {"fillfactor=80", "autovacuum_vacuum_scale_factor=0.01", "autovacuum_vacuum_threshold=1000",
-			"autovacuum_analyze_scale_factor=0.05"},
+		"river_job":            {"autovacuum_vacuum_scale_factor=0.01", "autovacuum_vacuum_threshold=1000", "autovacuum_analyze_scale_factor=0.05"},
 	}
 	for table, opts := range want {
 		var got []string
