@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -29,9 +30,9 @@ const pairShare = 0.3
 //     Stripe-signed events (BENCH_DAY_EVENTS, default 5000);
 //   - the worker draining that backlog against an instant downstream;
 //   - the pair: both binaries running, events sent open loop at 30 % of
-//     ingest-alone's rate for BENCH_DAY_PAIR_SECONDS (default 20), each
-//     timed from ingest's 200 to the downstream receiving it; every event
-//     must be delivered.
+//     ingest-alone's rate on the empty database (the same rate on both)
+//     for BENCH_DAY_PAIR_SECONDS (default 20), each timed from ingest's
+//     200 to the downstream receiving it; every event must be delivered.
 //
 // The day (BENCH_DAY=<events/s>x<duration>, default 5x24h) is written
 // set-based (seedDay): each event's completed claim with its raw body,
@@ -99,11 +100,11 @@ func BenchmarkDay(b *testing.B) {
 	}
 
 	out := os.Stdout
-	empty := r.phases(b, "evt_empty")
+	empty := r.phases(b, "evt_empty", 0)
 	seeding := seedDay(b, pool, day, jobsKept)
 	fmt.Fprintf(out, "\nday of rows: %s, seeded in %s; River's job rows of the last %s kept\n", day, seeding.Round(time.Second), jobsKept)
 	tableSizes(b, out, pool, "after the day was seeded")
-	aged := r.phases(b, "evt_aged")
+	aged := r.phases(b, "evt_aged", empty.pairAsked)
 	backlogs := r.backlogs(b, "evt_backlog")
 	complete, deleted := jobEndLever(b, pool, 20000)
 	tableSizes(b, out, pool, "at the end")
@@ -217,8 +218,11 @@ func (f dayFigures) print(out io.Writer, name string) {
 }
 
 // phases runs ingest alone, the drain and the pair, with events whose ids
-// start with prefix, after a warm-up drained and a checkpoint.
-func (r dayRun) phases(b *testing.B, prefix string) dayFigures {
+// start with prefix, after a warm-up drained and a checkpoint. The pair
+// sends at pairRate events a second, or at pairShare of this ingest
+// alone's rate when pairRate is 0: the day-old database's pair is offered
+// the empty one's load, so that the two are timed under the same load.
+func (r dayRun) phases(b *testing.B, prefix string, pairRate float64) dayFigures {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * concurrency, MaxConnsPerHost: 4 * concurrency}}
 	ingest := startBinary(b, r.bins, "ingest", r.cfg, r.env)
@@ -270,7 +274,7 @@ WHERE starts_with(event_id, '`+prefix+`_') AND NOT starts_with(event_id, '`+pref
 		f.profile = statementProfile(b, r.pool, r.n)
 	}
 
-	f.pairAsked = pairShare * f.ingest.rate()
+	f.pairAsked = cmp.Or(pairRate, pairShare*f.ingest.rate())
 	pairEvents := events(prefix+"_pair", int(f.pairAsked*float64(envInt("BENCH_DAY_PAIR_SECONDS", 20))))
 	before = r.down.events()
 	acked, late, elapsed, err := openLoop(pairEvents, f.pairAsked, send)
