@@ -48,20 +48,17 @@ const pairShare = 0.3
 // the run, and the WAL each event wrote end to end (accept and deliver)
 // beside pgbench's per-event transaction's. BENCH_DAY_STORAGE=off resets
 // the storage parameters of migration 00020 first, to measure what they
-// give; BENCH_DAY_SHARED_BUFFERS (e.g. 1GB) sets the cluster's
-// shared_buffers (Postgres' default, 128MB, otherwise);
-// BENCH_DAY_STATEMENTS=on prints each drain's statements from
-// pg_stat_statements.
+// give; BENCH_DAY_SETTINGS gives the cluster's server further settings
+// (name=value, separated by spaces: "shared_buffers=1GB
+// autovacuum_naptime=5s"); BENCH_DAY_STATEMENTS=on prints each drain's
+// statements from pg_stat_statements.
 func BenchmarkDay(b *testing.B) {
 	day, jobsKept, storage := dayFromEnv(b), dayJobRetention(b), dayStorage(b)
 	n := envInt("BENCH_DAY_EVENTS", 5000)
 	bins := buildBinaries(b)
 	down := newSink(b)
 	cfg := writeConfig(b, down.URL, workerConcurrency())
-	var settings []string
-	if sb := os.Getenv("BENCH_DAY_SHARED_BUFFERS"); sb != "" {
-		settings = append(settings, "shared_buffers="+sb)
-	}
+	settings := strings.Fields(os.Getenv("BENCH_DAY_SETTINGS"))
 	statements := os.Getenv("BENCH_DAY_STATEMENTS") == "on"
 	if statements {
 		settings = append(settings, "shared_preload_libraries=pg_stat_statements")
