@@ -14,7 +14,8 @@ import (
 
 // riverChecked is the River release this file was checked against: the
 // river_job and river_queue schemas of River's migrations up to it, what
-// its JobCompleteTx writes (TestRiverCompletionConformance) and how its
+// its completion (JobCompleteTx, the statement its completer sends) does
+// with a job the seam deleted (TestRiverCompletionConformance) and how its
 // queue calls behave. TestRiverVersionChecked fails when go.mod moves to
 // another release: check this file again, then update it.
 const riverChecked = "v0.51.2"
