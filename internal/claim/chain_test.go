@@ -38,7 +38,7 @@ func (b *bundle) end(t *testing.T, k claim.Key, r claim.AttemptResult) {
 	require.Equal(t, []bool{true}, live)
 	require.Equal(t, []bool{true}, recorded)
 	// The end deleted the job's row: requireJobs no longer expects it.
-	ended := claim.DeliveryArgs{Provider: k.Provider, EventID: k.EventID, Route: k.Route}
+	ended := claim.DeliveryArgs(k)
 	if i := slices.Index(b.jobs, ended); i >= 0 {
 		b.jobs = slices.Delete(b.jobs, i, i+1)
 	}
