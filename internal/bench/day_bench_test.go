@@ -20,27 +20,33 @@ import (
 const pairShare = 0.3
 
 // BenchmarkDay measures what a day of traffic costs the phases
-// BenchmarkSystem measures on fresh tables. On a private cluster of its own
-// (fsync, synchronous_commit and full_page_writes on; autovacuum on, as
-// configured by the migrations) with both binaries at the shipped defaults,
-// it runs, on the empty database and then again on the same database
-// after a day of rows:
+// BenchmarkSystem measures on fresh tables. On two private clusters of its
+// own (fsync, synchronous_commit and full_page_writes on; autovacuum on,
+// as configured by the migrations), one empty and one holding a day of
+// rows, with both binaries at the shipped defaults, it runs in turns
+// (empty, a day old, a day old, empty, so that drift in the machine's load
+// falls on both alike):
 //
 //   - ingest alone, the worker stopped: 64 keep-alive senders, unique
 //     Stripe-signed events (BENCH_DAY_EVENTS, default 5000);
 //   - the worker draining that backlog against an instant downstream;
 //   - the pair: both binaries running, events sent open loop at 30 % of
-//     ingest-alone's rate on the empty database (the same rate on both)
-//     for BENCH_DAY_PAIR_SECONDS (default 20), each timed from ingest's
-//     200 to the downstream receiving it; every event must be delivered.
+//     ingest-alone's rate in the first empty turn (the same rate in every
+//     turn) for BENCH_DAY_PAIR_SECONDS (default 20), each timed from
+//     ingest's 200 to the downstream receiving it; every event must be
+//     delivered.
+//
+// pgbench's per-event transaction and the two phases' writes run first on
+// the day-old cluster's empty tables, before its day, and their rows are
+// deleted.
 //
 // The day (BENCH_DAY=<events/s>x<duration>, default 5x24h) is written
 // set-based (seedDay): each event's completed claim with its raw body,
 // its delivery and its attempt history row, spread over the day, and the
 // River job rows the day's deliveries left (BENCH_DAY_JOBS: none, as the
 // worker leaves them now; 24h as River's default retention kept them).
-// Then four backlogs are drained one after another on the day-old
-// database, the fourth's rate against the first's, and the two ways of
+// After the turns, four backlogs are drained one after another on the
+// day-old database, the fourth's rate against the first's, and the two ways of
 // ending a job (River's completion and its cleaner's delete, or the
 // worker's delete) are measured on it (jobEndLever).
 //
@@ -48,78 +54,53 @@ const pairShare = 0.3
 // the run, and the WAL each event wrote end to end (accept and deliver)
 // beside pgbench's per-event transaction's. BENCH_DAY_STORAGE=off resets
 // the storage parameters of migration 00020 first, to measure what they
-// give; BENCH_DAY_SETTINGS gives the cluster's server further settings
+// give; BENCH_DAY_SETTINGS gives the clusters' servers further settings
 // (name=value, separated by spaces: "shared_buffers=1GB
 // autovacuum_naptime=5s"); BENCH_DAY_STATEMENTS=on prints each drain's
 // statements from pg_stat_statements.
 func BenchmarkDay(b *testing.B) {
-	day, jobsKept, storage := dayFromEnv(b), dayJobRetention(b), dayStorage(b)
-	n := envInt("BENCH_DAY_EVENTS", 5000)
+	day, jobsKept := dayFromEnv(b), dayJobRetention(b)
 	bins := buildBinaries(b)
 	down := newSink(b)
 	cfg := writeConfig(b, down.URL, workerConcurrency())
-	settings := strings.Fields(os.Getenv("BENCH_DAY_SETTINGS"))
-	statements := os.Getenv("BENCH_DAY_STATEMENTS") == "on"
-	if statements {
-		settings = append(settings, "shared_preload_libraries=pg_stat_statements")
-	}
-	dbURL, pool, label, stop := privateClusterWith(b, bins, cfg, 0, settings...)
-	defer stop()
-	ctx := context.Background()
-	if !storage {
-		if _, err := pool.Exec(ctx, resetStorageSQL); err != nil {
-			b.Fatal(err)
-		}
-	}
-	r := dayRun{bins: bins, cfg: cfg, env: []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret},
-		pool: pool, pg: postmaster(b, pool), down: down, n: n, statements: statements}
-	if statements {
-		if _, err := pool.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fresh, label := newDayRun(b, bins, cfg, down)
+	aged, _ := newDayRun(b, bins, cfg, down)
 
 	b.ResetTimer()
 	load0 := loadAverage(b)
 	steal0, ticks0 := machineTicks(b)
-	// pgbench first, on the smallest tables; its rows are then removed,
-	// so that the empty database's phases run on empty tables.
-	wal0 := walBytes(b, pool)
-	tps, txs := runPgbench(b, dbURL)
-	pgbenchWAL := float64(walBytes(b, pool)-wal0) / float64(txs)
-	writes := runPgbenchWrites(b, dbURL, pool, r.pg)
-	for _, q := range []string{`DELETE FROM river_job WHERE queue = 'bench_pgbench'`,
-		`DELETE FROM webhook_event_claims WHERE provider = 'pgbench'`,
-		`VACUUM ANALYZE webhook_event_claims, webhook_deliveries, webhook_attempts, river_job`} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			b.Fatalf("%s: %v", q, err)
-		}
-	}
-
+	// pgbench first, on the aged cluster's smallest tables, before its
+	// day; its rows are then removed (their dead entries stay in its
+	// indexes, against the aged database).
+	pgb := aged.pgbench(b)
 	out := os.Stdout
-	empty := r.phases(b, "evt_empty", 0)
-	seeding := seedDay(b, pool, day, jobsKept)
+	seeding := seedDay(b, aged.pool, day, jobsKept)
 	fmt.Fprintf(out, "\nday of rows: %s, seeded in %s; River's job rows of the last %s kept\n", day, seeding.Round(time.Second), jobsKept)
-	tableSizes(b, out, pool, "after the day was seeded")
-	aged := r.phases(b, "evt_aged", empty.pairAsked)
-	backlogs := r.backlogs(b, "evt_backlog")
-	complete, deleted := jobEndLever(b, pool, 20000)
-	tableSizes(b, out, pool, "at the end")
+	tableSizes(b, out, aged.pool, "after the day was seeded")
+	// In turns, empty, aged, aged, empty, so that drift in the machine's
+	// load falls on both alike; each database's figures are its two
+	// turns' together. Every pair is offered the first empty turn's 30 %.
+	e1 := fresh.phases(b, "evt_empty1", 0)
+	a1 := aged.phases(b, "evt_aged1", e1.pairAsked)
+	a2 := aged.phases(b, "evt_aged2", e1.pairAsked)
+	e2 := fresh.phases(b, "evt_empty2", e1.pairAsked)
+	backlogs := aged.backlogs(b, "evt_backlog")
+	complete, deleted := jobEndLever(b, aged.pool, 20000)
+	tableSizes(b, out, aged.pool, "at the end")
 	b.StopTimer()
 	steal1, ticks1 := machineTicks(b)
 	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
 	load1 := loadAverage(b)
 
-	fmt.Fprintf(out, "\nday benchmark, private cluster (%s), storage parameters %s, worker.concurrency %d, %d events a phase\n",
-		label, map[bool]string{true: "of migration 00020", false: "Postgres' defaults"}[storage], workerConcurrency(), n)
-	fmt.Fprintf(out, "%-40s %9.0f tx/s, WAL %.0f B a transaction\n", "pgbench, per-event transaction", tps, pgbenchWAL)
-	writes.print(out)
+	fmt.Fprintf(out, "\nday benchmark, two private clusters (%s), storage parameters %s, worker.concurrency %d, %d events a phase\n",
+		label, map[bool]string{true: "of migration 00020", false: "Postgres' defaults"}[dayStorage(b)], workerConcurrency(), aged.n)
+	pgb.print(out)
 	for _, f := range []struct {
 		name string
 		f    dayFigures
-	}{{"empty", empty}, {"a day old", aged}} {
+	}{{"empty, turn 1", e1}, {"a day old, turn 1", a1}, {"a day old, turn 2", a2}, {"empty, turn 2", e2}} {
 		f.f.print(out, f.name)
-		if statements {
+		if aged.statements {
 			fmt.Fprintf(out, "  the drain's statements, by execution time an event drained:\n%s", f.f.profile)
 		}
 	}
@@ -135,15 +116,75 @@ func BenchmarkDay(b *testing.B) {
 		fmt.Fprintf(out, "%-40s WAL %5.0f B a job, %s for 20,000\n", e.name, e.e.wal, e.e.elapsed.Round(time.Millisecond))
 	}
 
-	dayRatios{empty: empty, aged: aged, backlogs: backlogs, pgbenchWAL: pgbenchWAL, complete: complete, deleted: deleted,
+	empty, old := e1.join(e2), a1.join(a2)
+	dayRatios{empty: empty, aged: old, backlogs: backlogs, pgbenchWAL: pgb.wal, complete: complete, deleted: deleted,
 		steal: steal, load0: load0, load1: load1}.print(out)
-	b.ReportMetric(aged.ingest.rate()/empty.ingest.rate(), "aged_ingest/empty")
-	b.ReportMetric(aged.drain/empty.drain, "aged_drain/empty")
-	b.ReportMetric(aged.drain/aged.ingest.rate(), "aged_drain/ingest")
-	b.ReportMetric(ms(aged.pair.pct(0.99)), "aged_pair_p99_ms")
+	b.ReportMetric(old.ingest.rate()/empty.ingest.rate(), "aged_ingest/empty")
+	b.ReportMetric(old.drain/empty.drain, "aged_drain/empty")
+	b.ReportMetric(old.drain/old.ingest.rate(), "aged_drain/ingest")
+	b.ReportMetric(ms(old.pair.pct(0.99)), "aged_pair_p99_ms")
 	b.ReportMetric(backlogs[3]/backlogs[0], "backlog4/backlog1")
-	b.ReportMetric(aged.wal(), "aged_wal_B/event")
+	b.ReportMetric(old.wal(), "aged_wal_B/event")
 	b.ReportMetric(steal, "steal_%")
+}
+
+// newDayRun starts one of BenchmarkDay's private clusters, with the
+// server settings of BENCH_DAY_SETTINGS (and pg_stat_statements with
+// BENCH_DAY_STATEMENTS=on), migration 00020's storage parameters reset
+// with BENCH_DAY_STORAGE=off, and returns it with its settings' label.
+func newDayRun(b *testing.B, bins binaries, cfg string, down *sink) (dayRun, string) {
+	b.Helper()
+	ctx := context.Background()
+	settings := strings.Fields(os.Getenv("BENCH_DAY_SETTINGS"))
+	statements := os.Getenv("BENCH_DAY_STATEMENTS") == "on"
+	if statements {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements")
+	}
+	dbURL, pool, label, stop := privateClusterWith(b, bins, cfg, 0, settings...)
+	b.Cleanup(stop)
+	if !dayStorage(b) {
+		if _, err := pool.Exec(ctx, resetStorageSQL); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if statements {
+		if _, err := pool.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dayRun{bins: bins, cfg: cfg, url: dbURL, env: []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret},
+		pool: pool, pg: postmaster(b, pool), down: down, n: envInt("BENCH_DAY_EVENTS", 5000), statements: statements}, label
+}
+
+// dayPgbench is pgbench's per-event transaction and the two phases'
+// writes, run on a day benchmark's cluster.
+type dayPgbench struct {
+	tps, wal float64 // the per-event transaction's rate and WAL bytes
+	writes   pgbenchWrites
+}
+
+func (p dayPgbench) print(out io.Writer) {
+	fmt.Fprintf(out, "%-40s %9.0f tx/s, WAL %.0f B a transaction\n", "pgbench, per-event transaction", p.tps, p.wal)
+	p.writes.print(out)
+}
+
+// pgbench runs pgbench's per-event transaction and the two phases' writes
+// on r's tables, then deletes their rows and vacuums.
+func (r dayRun) pgbench(b *testing.B) dayPgbench {
+	b.Helper()
+	var p dayPgbench
+	wal0 := walBytes(b, r.pool)
+	tps, txs := runPgbench(b, r.url)
+	p.tps, p.wal = tps, float64(walBytes(b, r.pool)-wal0)/float64(txs)
+	p.writes = runPgbenchWrites(b, r.url, r.pool, r.pg)
+	for _, q := range []string{`DELETE FROM river_job WHERE queue = 'bench_pgbench'`,
+		`DELETE FROM webhook_event_claims WHERE provider = 'pgbench'`,
+		`VACUUM ANALYZE webhook_event_claims, webhook_deliveries, webhook_attempts, river_job`} {
+		if _, err := r.pool.Exec(context.Background(), q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+	return p
 }
 
 // dayRatios are what BenchmarkDay prints last.
@@ -179,6 +220,7 @@ func (d dayRatios) print(out io.Writer) {
 type dayRun struct {
 	bins binaries
 	cfg  string
+	url  string // the database's
 	env  []string
 	pool *pgxpool.Pool
 	pg   server
@@ -199,6 +241,18 @@ type dayFigures struct {
 	ingestWAL, drainWAL float64 // bytes an event
 	ingestPG, drainPG   float64 // Postgres CPU-s per 1,000 events
 	profile             string  // the drain's statements (r.statements)
+}
+
+// join is f and g, two turns of the same phases, taken together: the
+// rates over both, the latencies of both, the per-event figures' means.
+func (f dayFigures) join(g dayFigures) dayFigures {
+	mean := func(x, y float64) float64 { return (x + y) / 2 }
+	return dayFigures{
+		ingest: f.ingest.join(g.ingest), drain: mean(f.drain, g.drain), pair: f.pair.join(g.pair),
+		pairAsked: f.pairAsked, late: f.late + g.late,
+		ingestWAL: mean(f.ingestWAL, g.ingestWAL), drainWAL: mean(f.drainWAL, g.drainWAL),
+		ingestPG: mean(f.ingestPG, g.ingestPG), drainPG: mean(f.drainPG, g.drainPG),
+	}
 }
 
 // wal is the WAL an event wrote end to end: accepted and delivered.
