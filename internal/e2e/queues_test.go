@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -257,12 +258,6 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{{name: "ship", events: []string{"*"}}})
 	ingest := s.ingest()
-	queueOf := func(id string) string {
-		t.Helper()
-		var q string
-		require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT queue FROM river_job WHERE args->>'event_id' = $1`, id).Scan(&q))
-		return q
-	}
 
 	before := event{id: "evt_before_upgrade", typ: "order.paid"}
 	s.claimed(ingest, before)
@@ -272,19 +267,27 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 	w := s.worker()
 	s.waitStatus(before.id, claim.Completed, settle)
 	require.Equal(t, []string{"1"}, s.down.attempts(key(before.id, "ship")))
-	require.Equal(t, "route-ship", queueOf(before.id), "moved to its route's queue at start")
+	// Moved to its route's queue at start (its row went with its end).
 	require.Contains(t, w.out.String(), `msg="moved waiting delivery jobs to their routes' queues" jobs=1`)
 
 	// An older ingest, still running beside this worker, enqueues on the
 	// default queue (as a store that knows no route queues does).
 	jobs, err := river.NewClient(riverpgxv5.New(s.db.Pool), &river.Config{})
 	require.NoError(t, err)
-	old := claim.NewStore(s.db.Pool, jobs, func(string) int { return 0 })
+	// Claimed in a transaction, its queue read before the commit: the
+	// running worker cannot end the job (and delete its row) first.
+	tx, err := s.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
+	old := claim.NewStore(tx, jobs, func(string) int { return 0 })
 	during := event{id: "evt_during_upgrade", typ: "order.paid"}
 	_, err = old.Claim(t.Context(), claim.Event{Provider: provider, ID: during.id, Type: during.typ,
 		ContentType: "application/json", Payload: during.body()}, []string{"ship"}, true)
 	require.NoError(t, err)
-	require.Equal(t, river.QueueDefault, queueOf(during.id))
+	var q string
+	require.NoError(t, tx.QueryRow(t.Context(), `SELECT queue FROM river_job WHERE args->>'event_id' = $1`, during.id).Scan(&q))
+	require.Equal(t, river.QueueDefault, q)
+	require.NoError(t, tx.Commit(t.Context()))
 	s.waitStatus(during.id, claim.Completed, settle)
 	require.Equal(t, []string{"1"}, s.down.attempts(key(during.id, "ship")))
 }
