@@ -183,6 +183,15 @@ type Call struct {
 	// Response is the first 2 KiB of the answer's body, redacted; nil when
 	// none came.
 	Response *string
+	// Request is what was sent, secret header values redacted; nil when
+	// not known. ResponseHeaders are the answer's headers, redacted; nil
+	// when none came. Each holds at most MaxHistoryHeaderBytes of headers.
+	Request         *SentRequest
+	ResponseHeaders map[string][]string
+	// RunAttempt and RunMax are River's attempt and max_attempts of the
+	// job that made the call: its place in the run of attempts since the
+	// delivery was claimed or last retried. 0 when not known.
+	RunAttempt, RunMax int
 }
 
 // RecordAttempt writes an attempt's outcome: the delivery's status, attempt
@@ -412,7 +421,8 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 	}
 	recorded := make([]bool, n)
 	b.Queue(recordAttemptsSQL, providers, ids, routes, statuses, counts, errs, spent, results, jobIDs, jobAttempts,
-		calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses).
+		calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses,
+		calls.requests, calls.responseHeaders, calls.runAttempts, calls.runMaxes).
 		Query(func(rows pgx.Rows) error {
 			nums, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 			if err != nil {
@@ -446,6 +456,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // is still running that attempt (River's fence; riverTables.jobRunningSQL).
 //
 // An attempt that made a call ($11 not NULL) gets its row of history
+// ($11 to $19)
 // (webhook_attempts) from the same statement, for exactly the deliveries
 // it records: the history needs no lookups of its own, and no row is ever
 // written for an attempt that was not recorded.
@@ -453,7 +464,7 @@ func queueRecordAttempts(b *pgx.Batch, attempts []Attempt, jobs []JobRun) []bool
 // The roll-up recomputes each claim's status from its deliveries:
 // completed once all are completed or skipped, failed once one failed and
 // none is processing, else processing (waiting is not done). It adds the attempts just recorded
-// and keeps the latest error. Its reads of the deliveries cannot see this
+// and keeps the latest error, cleared once the claim completes. Its reads of the deliveries cannot see this
 // statement's own updates, so a delivery just recorded counts with its new
 // status.
 var recordAttemptsSQL = `
@@ -472,7 +483,9 @@ WITH v AS (
     UPDATE webhook_deliveries d SET
         status = v.status,
         attempt_count = d.attempt_count + v.attempts,
-        last_error = coalesce(v.error, d.last_error),
+        -- A completion clears the error of the failed attempts before it
+        -- (the history keeps them).
+        last_error = CASE WHEN v.status = 'completed' THEN NULL ELSE coalesce(v.error, d.last_error) END,
         completed_at = CASE WHEN v.status = 'completed' THEN now() END,
         attempt_base = d.attempt_base + v.spent,
         result = CASE WHEN v.status = 'completed' THEN v.result::jsonb END,
@@ -483,11 +496,14 @@ WITH v AS (
     WHERE d.ctid = ANY (ARRAY(SELECT tid FROM v)) AND d.ctid = v.tid
     RETURNING v.i, d.provider, d.event_id, d.route, d.status, v.attempts, v.error
 ), history AS (
-    INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
-    SELECT r.provider, r.event_id, r.route, h.attempt, h.started_at, h.duration_ms, h.status_code, r.error, h.response
+    INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response,
+                                  request, response_headers, run_attempt, run_max)
+    SELECT r.provider, r.event_id, r.route, h.attempt, h.started_at, h.duration_ms, h.status_code, r.error, h.response,
+           h.request::jsonb, h.response_headers::jsonb, h.run_attempt, h.run_max
     FROM recorded r
-    JOIN unnest($11::int[], $12::timestamptz[], $13::int[], $14::int[], $15::text[])
-        WITH ORDINALITY AS h(attempt, started_at, duration_ms, status_code, response, i) ON h.i = r.i
+    JOIN unnest($11::int[], $12::timestamptz[], $13::int[], $14::int[], $15::text[], $16::text[], $17::text[], $18::int[], $19::int[])
+        WITH ORDINALITY AS h(attempt, started_at, duration_ms, status_code, response, request, response_headers, run_attempt, run_max, i)
+        ON h.i = r.i
     WHERE h.attempt IS NOT NULL
 ), claims AS (
     -- Each claim's row, found through the primary key (the caller holds
@@ -508,7 +524,7 @@ WITH v AS (
         status = s.status,
         completed_at = CASE WHEN s.status = 'completed' THEN coalesce(c.completed_at, now()) END,
         attempt_count = c.attempt_count + v.attempts,
-        last_error = coalesce(v.error, c.last_error),
+        last_error = CASE WHEN s.status = 'completed' THEN NULL ELSE coalesce(v.error, c.last_error) END,
         updated_at = now()
     FROM claims v CROSS JOIN LATERAL (
         -- Per claim, through the primary key's prefix: a join here would be

@@ -102,7 +102,8 @@ func requireJobEndsByKeys(t *testing.T, tx pgx.Tx, batch int, event func(i int) 
 		{"locking claims", lockClaimsSQL, []any{providers, ids}},
 		{"locking running jobs", lockRunningJobsSQL, []any{jobs, attempts}},
 		{"recording attempts", recordAttemptsSQL, []any{providers, ids, routes, statuses, counts, nulls, spent, nulls, jobs, attempts,
-			calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses}},
+			calls.nums, calls.starts, calls.durations, calls.statuses, calls.responses,
+			calls.requests, calls.responseHeaders, calls.runAttempts, calls.runMaxes}},
 		{"ending jobs", deleteJobsSQL, []any{jobs, attempts}},
 		{"releasing waiting deliveries", releaseSQL, []any{providers, ids}},
 	} {

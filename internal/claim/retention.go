@@ -43,8 +43,9 @@ type PruneResult struct {
 const (
 	// clearPayloadsSQL clears the payloads of claims due for clearing but
 	// not for deletion, so that a backlog is not written twice, and with
-	// each the responses of its attempt history (webhook_attempts), in the
-	// same statement. It returns how many payloads it cleared.
+	// each the responses of its attempt history (webhook_attempts), their
+	// headers and the requests sent, in the same statement. It returns how
+	// many payloads it cleared.
 	clearPayloadsSQL = `
 WITH cleared AS (
     UPDATE webhook_event_claims SET payload = NULL
@@ -57,9 +58,10 @@ WITH cleared AS (
         FOR UPDATE SKIP LOCKED))
     RETURNING provider, event_id
 ), responses AS (
-    UPDATE webhook_attempts a SET response = NULL
+    UPDATE webhook_attempts a SET response = NULL, response_headers = NULL, request = NULL
     FROM cleared c
-    WHERE a.provider = c.provider AND a.event_id = c.event_id AND a.response IS NOT NULL
+    WHERE a.provider = c.provider AND a.event_id = c.event_id
+      AND (a.response IS NOT NULL OR a.response_headers IS NOT NULL OR a.request IS NOT NULL)
 )
 SELECT count(*) FROM cleared`
 

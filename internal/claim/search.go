@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ type Search struct {
 	Type string
 	// EventIDPrefix keeps claims whose event id starts with it.
 	EventIDPrefix string
+	// EventIDContains keeps claims whose event id holds it anywhere
+	// (served by the trigram index of migration 19 from three characters
+	// on).
+	EventIDContains string
 	// BusinessKey keeps claims holding this business key (as `claims show`
 	// prints it, a JSON array of the route's values).
 	BusinessKey string
@@ -32,6 +37,10 @@ type Search struct {
 	// After, when set, keeps only claims after it in the order (newest
 	// first): the position a previous page ended at.
 	After *Position
+	// Newer, when set (and After not), keeps only claims before it in the
+	// order, and SearchClaims returns the Limit of them nearest to it,
+	// still newest first: the page before the one that began at Newer.
+	Newer *Position
 	// Limit caps the rows returned; 0 means 50.
 	Limit int
 }
@@ -94,6 +103,9 @@ func searchWhere(f Search, params *[]any) []string {
 	if f.EventIDPrefix != "" {
 		where = append(where, "c.event_id LIKE "+arg(likeEscape(f.EventIDPrefix)+"%"))
 	}
+	if f.EventIDContains != "" {
+		where = append(where, "c.event_id LIKE "+arg("%"+likeEscape(f.EventIDContains)+"%"))
+	}
 	if f.Route != "" {
 		// One primary-key probe per claim read.
 		where = append(where, `EXISTS (SELECT 1 FROM webhook_deliveries d
@@ -117,6 +129,10 @@ func searchWhere(f Search, params *[]any) []string {
 		t := arg(f.After.FirstSeenAt)
 		where = append(where, "c.first_seen_at <= "+t,
 			"(c.first_seen_at, c.provider, c.event_id) < ("+t+", "+arg(f.After.Provider)+", "+arg(f.After.EventID)+")")
+	} else if f.Newer != nil {
+		t := arg(f.Newer.FirstSeenAt)
+		where = append(where, "c.first_seen_at >= "+t,
+			"(c.first_seen_at, c.provider, c.event_id) > ("+t+", "+arg(f.Newer.Provider)+", "+arg(f.Newer.EventID)+")")
 	}
 	return where
 }
@@ -134,7 +150,12 @@ func searchSQL(f Search) (string, []any) {
 		sql += "\nWHERE " + strings.Join(where, "\n  AND ")
 	}
 	params = append(params, limit)
-	sql += "\nORDER BY c.first_seen_at DESC, c.provider DESC, c.event_id DESC\nLIMIT $" + strconv.Itoa(len(params))
+	order := "DESC"
+	if f.After == nil && f.Newer != nil {
+		order = "ASC" // the nearest claims newer than Newer; reversed by SearchClaims
+	}
+	sql += "\nORDER BY c.first_seen_at " + order + ", c.provider " + order + ", c.event_id " + order +
+		"\nLIMIT $" + strconv.Itoa(len(params))
 	return sql, params
 }
 
@@ -157,20 +178,35 @@ func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("searching claims: %w", err)
 	}
+	if f.After == nil && f.Newer != nil {
+		slices.Reverse(claims)
+	}
 	return claims, nil
 }
 
-// CountClaims counts the claims f matches (After and Limit aside).
+// CountClaims counts the claims f matches (After, Newer and Limit aside).
 func (s *Store) CountClaims(ctx context.Context, f Search) (int, error) {
-	f.After = nil
+	return s.CountClaimsUpTo(ctx, f, 0)
+}
+
+// CountClaimsUpTo counts the claims f matches (After, Newer and Limit
+// aside), but stops at bound when bound > 0: a list's "10,000+" costs at
+// most bound index entries however many claims match. n == bound then
+// means "bound or more".
+func (s *Store) CountClaimsUpTo(ctx context.Context, f Search, bound int) (int, error) {
+	f.After, f.Newer = nil, nil
 	var params []any
 	where := searchWhere(f, &params)
-	sql := `SELECT count(*) FROM webhook_event_claims c`
+	sql := `SELECT 1 FROM webhook_event_claims c`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
+	if bound > 0 {
+		params = append(params, bound)
+		sql += " LIMIT $" + strconv.Itoa(len(params))
+	}
 	var n int
-	if err := s.db.QueryRow(ctx, sql, params...).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM (`+sql+`) m`, params...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting claims: %w", err)
 	}
 	return n, nil
@@ -230,7 +266,7 @@ func (s *Store) ReopenMatching(ctx context.Context, f Search, force bool, reopen
 	if f.Limit <= 0 {
 		f.Limit = reopenBatch
 	}
-	f.After = nil
+	f.After, f.Newer = nil, nil
 	for {
 		page, err := s.SearchClaims(ctx, f)
 		if err != nil {

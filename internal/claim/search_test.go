@@ -66,3 +66,68 @@ FROM generate_series(1, $1) AS i`, stuck)
 	c, _ := b.get(t, "evt_older")
 	require.Equal(t, claim.Processing, c.Status)
 }
+
+// An event id substring matches anywhere in the id, its LIKE wildcards
+// taken literally; a bounded count stops at its bound.
+func TestSearchSubstringAndBoundedCount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, id := range []string{"evt_pay_0001_a", "pay_0001", "evt_pay_00010", "evt_pay_0002", "evt_pay%0001"} {
+		b.claimAs(t, "stripe", id, "ship")
+	}
+	ids := func(f claim.Search) []string {
+		t.Helper()
+		cs, err := b.store.SearchClaims(t.Context(), f)
+		require.NoError(t, err)
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.EventID)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"evt_pay_0001_a", "pay_0001", "evt_pay_00010"}, ids(claim.Search{EventIDContains: "pay_0001"}))
+	require.Equal(t, []string{"evt_pay%0001"}, ids(claim.Search{EventIDContains: "%0001"}), "% is no wildcard")
+
+	n, err := b.store.CountClaimsUpTo(t.Context(), claim.Search{EventIDContains: "pay"}, 3)
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "stops at the bound")
+	n, err = b.store.CountClaimsUpTo(t.Context(), claim.Search{EventIDContains: "0002"}, 3)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+// A page before a position holds the claims nearest to it, newest first:
+// paging forward then back lands on the same pages.
+func TestSearchPagesBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 7 {
+		id := fmt.Sprintf("evt_%d", i)
+		b.claimAs(t, "stripe", id, "ship")
+		b.backdate(t, "first_seen_at", "stripe", id, time.Duration(10-i)*time.Minute)
+	}
+	page := func(f claim.Search) []string {
+		t.Helper()
+		f.Limit = 3
+		cs, err := b.store.SearchClaims(t.Context(), f)
+		require.NoError(t, err)
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.EventID)
+		}
+		return out
+	}
+	first := page(claim.Search{})
+	require.Equal(t, []string{"evt_6", "evt_5", "evt_4"}, first)
+	second := page(claim.Search{After: &claim.Position{Provider: "stripe", EventID: "evt_4", FirstSeenAt: b.seen(t, "evt_4")}})
+	require.Equal(t, []string{"evt_3", "evt_2", "evt_1"}, second)
+	back := page(claim.Search{Newer: &claim.Position{Provider: "stripe", EventID: "evt_3", FirstSeenAt: b.seen(t, "evt_3")}})
+	require.Equal(t, first, back)
+}
+
+// seen is a stripe claim's first_seen_at.
+func (b *bundle) seen(t *testing.T, id string) time.Time {
+	t.Helper()
+	c, _ := b.get(t, id)
+	return c.FirstSeenAt
+}

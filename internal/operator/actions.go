@@ -182,6 +182,9 @@ func describe(f claim.Search) map[string]string {
 			m[k] = v
 		}
 	}
+	if f.EventIDContains != "" {
+		m["event_id"] = "*" + f.EventIDContains + "*"
+	}
 	if !f.Since.IsZero() {
 		m["since"] = f.Since.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 	}
