@@ -82,6 +82,11 @@ type callResult struct {
 	// call is the attempt's row of the delivery's attempt history; nil
 	// when no call was made.
 	call *claim.Call
+	// request is what was sent and responseHeaders the answer's headers,
+	// as the history keeps them (callrecord.go); nil when not sent, or no
+	// answer came.
+	request         *claim.SentRequest
+	responseHeaders map[string][]string
 }
 
 // responseBytes bounds the part of an answer's body kept in the attempt

@@ -359,7 +359,8 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
 	if !o.unsent {
-		o.call = &claim.Call{Attempt: attempt, StartedAt: start, Duration: time.Since(start), Status: o.status, Response: o.response}
+		o.call = &claim.Call{Attempt: attempt, StartedAt: start, Duration: time.Since(start), Status: o.status, Response: o.response,
+			Request: o.request, ResponseHeaders: o.responseHeaders, RunAttempt: job.Attempt, RunMax: job.MaxAttempts}
 	}
 	log.with(slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)))
 	if o.status != 0 {
@@ -372,7 +373,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	case errors.Is(ctx.Err(), context.Canceled):
 		return w.ends.interrupted(ctx, log, d, o)
 	case job.Attempt >= job.MaxAttempts:
-		o.reason = bound(fmt.Sprintf("attempts exhausted (%d of %d): %s", job.Attempt, job.MaxAttempts, o.reason))
+		o.reason = bound(exhausted(attempt, job.Attempt, job.MaxAttempts) + o.reason)
 		return w.ends.finish(ctx, job, log, d, o, true)
 	default:
 		err := w.ends.retry(ctx, job, log, d, o)
@@ -435,19 +436,25 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
 	w.tracer.inject(ctx, req.Header)
+	sent := w.sentRequest(r, req)
 	resp, err := w.clients[r.Name].Do(req)
 	if err != nil {
-		return classifyError(err, timeout)
+		o := classifyError(err, timeout)
+		o.request = sent
+		return o
 	}
 	defer resp.Body.Close()
+	var o callResult
 	if r.HasResult() && classifyStatus(resp.StatusCode) == delivered {
-		return w.result(ctx, r, d, resp)
+		o = w.result(ctx, r, d, resp)
+	} else {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
+		head = w.redactHead(head)
+		o = classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
+		o.response = responseText(head)
 	}
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	head = w.redactHead(head)
-	o := classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
-	o.response = responseText(head)
+	o.request, o.responseHeaders = sent, w.answerHeaders(resp.Header)
 	return o
 }
 

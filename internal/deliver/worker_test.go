@@ -586,3 +586,27 @@ func TestDeliveredLinesAreSampledAndCounted(t *testing.T) {
 		require.Equal(t, claim.DeliveryCompleted, delivery(t, tx, id, "ship").Status)
 	}
 }
+
+// Each attempt's history row keeps what was sent and the answer's
+// headers, and its place in its run of attempts.
+func TestAttemptHistoryKeepsTheRequestAndTheAnswersHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t, status(http.StatusServiceUnavailable))
+	b.claimed(t, "evt_full", "ship")
+	tx, w := b.begin(t)
+	_, err := work(t, tx, w, b.job(t, tx, "evt_full", "ship"))
+	require.ErrorContains(t, err, "HTTP 503")
+
+	as, err := claim.NewStore(tx, nil, nil).Attempts(t.Context(), "stripe", "evt_full", true)
+	require.NoError(t, err)
+	require.Len(t, as["ship"], 1)
+	a := as["ship"][0]
+	require.NotNil(t, a.Request)
+	require.Equal(t, http.MethodPost, a.Request.Method)
+	require.Equal(t, b.down.URL+"/ship", a.Request.URL)
+	require.Equal(t, []string{"1"}, a.Request.Headers["Hookgate-Attempt"])
+	require.Equal(t, []string{"0"}, a.ResponseHeaders["Content-Length"])
+	require.NotEmpty(t, a.ResponseHeaders["Date"])
+	require.Equal(t, 1, *a.RunAttempt)
+	require.Equal(t, 3, *a.RunMax)
+}
