@@ -131,3 +131,26 @@ func (b *bundle) seen(t *testing.T, id string) time.Time {
 	c, _ := b.get(t, id)
 	return c.FirstSeenAt
 }
+
+// The overview's activity: per route and interval, the deliveries of the
+// claims first seen then, and how many of them were delivered or failed.
+func TestRouteActivity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i, id := range []string{"evt_a", "evt_b", "evt_c"} {
+		b.claimAs(t, "stripe", id, "ship")
+		b.backdate(t, "first_seen_at", "stripe", id, time.Duration(90-i*40)*time.Minute) // 90, 50, 10 minutes ago
+	}
+	b.record(t, key("evt_a", "ship"), success)
+	b.record(t, key("evt_b", "ship"), reject)
+	since := time.Now().Add(-2 * time.Hour)
+	acts, err := b.store.RouteActivity(t.Context(), since, time.Hour, 2)
+	require.NoError(t, err)
+	require.Equal(t, []claim.Activity{
+		{Route: "ship", Interval: 0, Accepted: 1, Delivered: 1},
+		{Route: "ship", Interval: 1, Accepted: 2, Failed: 1},
+	}, acts)
+	counts, err := b.store.StatusCounts(t.Context(), since)
+	require.NoError(t, err)
+	require.Equal(t, map[claim.Status]int{claim.Completed: 1, claim.Failed: 1, claim.Processing: 1}, counts)
+}

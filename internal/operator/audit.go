@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,36 @@ type Entry struct {
 	Action string          `json:"action"`
 	Target string          `json:"target"`
 	Detail json.RawMessage `json:"detail"`
+	// Origin is where the action came from: console, api or cli; empty
+	// for hookgate's own actors and rows from before it was recorded.
+	Origin string `json:"origin"`
+}
+
+// Origins of audited actions.
+const (
+	OriginConsole = "console"
+	OriginAPI     = "api"
+	OriginCLI     = "cli"
+)
+
+type originKey struct{}
+
+// WithOrigin returns ctx saying that the actions taken under it come from
+// origin (OriginConsole, OriginAPI); Record writes it with their rows.
+func WithOrigin(ctx context.Context, origin string) context.Context {
+	return context.WithValue(ctx, originKey{}, origin)
+}
+
+// originOf is the origin ctx carries; without one, cli for a CLI actor
+// (see CLIActor), else none.
+func originOf(ctx context.Context, actor string) string {
+	if o, ok := ctx.Value(originKey{}).(string); ok {
+		return o
+	}
+	if strings.HasPrefix(actor, "cli:") {
+		return OriginCLI
+	}
+	return ""
 }
 
 // Exec runs a statement: a pool or a transaction.
@@ -62,13 +93,14 @@ func Record(ctx context.Context, db Exec, logger *slog.Logger, actor, action, ta
 			return fmt.Errorf("encoding audit detail: %w", err)
 		}
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO audit_log (actor, action, target, detail) VALUES ($1, $2, $3, $4)`,
-		actor, action, target, raw); err != nil {
+	origin := originOf(ctx, actor)
+	if _, err := db.Exec(ctx, `INSERT INTO audit_log (actor, action, target, detail, origin) VALUES ($1, $2, $3, $4, $5)`,
+		actor, action, target, raw, origin); err != nil {
 		return fmt.Errorf("writing audit row: %w", err)
 	}
 	if logger != nil {
 		logger.Info("audit", slog.String("actor", actor), slog.String("action", action),
-			slog.String("target", target), slog.String("detail", string(raw)))
+			slog.String("target", target), slog.String("origin", origin), slog.String("detail", string(raw)))
 	}
 	return nil
 }
@@ -79,9 +111,21 @@ type AuditPosition struct {
 	ID int64     `json:"id"`
 }
 
+// AuditFilter narrows an audit listing; an empty field matches any row.
+type AuditFilter struct {
+	Actor, Action, Target string
+}
+
 // ListAudit returns up to limit (0: 50, at most 500) audit rows newest
 // first, after pos when it is not nil.
 func ListAudit(ctx context.Context, db Querier, limit int, pos *AuditPosition) ([]Entry, error) {
+	return ListAuditWhere(ctx, db, AuditFilter{}, limit, pos)
+}
+
+// ListAuditWhere is ListAudit of the rows f matches (each field exactly).
+// The filters are tested on the rows the time index walks newest first:
+// the audit is small next to the claims, and a listing stops at its page.
+func ListAuditWhere(ctx context.Context, db Querier, f AuditFilter, limit int, pos *AuditPosition) ([]Entry, error) {
 	if limit <= 0 {
 		limit = defaultAuditListLen
 	}
@@ -91,9 +135,10 @@ func ListAudit(ctx context.Context, db Querier, limit int, pos *AuditPosition) (
 	if pos != nil {
 		after, afterID = pos.At, pos.ID
 	}
-	rows, err := db.Query(ctx, `SELECT id, at, actor, action, target, detail FROM audit_log
-WHERE $1::timestamptz IS NULL OR at <= $1 AND (at, id) < ($1, $2)
-ORDER BY at DESC, id DESC LIMIT $3`, after, afterID, limit)
+	rows, err := db.Query(ctx, `SELECT id, at, actor, action, target, detail, origin FROM audit_log
+WHERE ($1::timestamptz IS NULL OR at <= $1 AND (at, id) < ($1, $2))
+  AND ($4 = '' OR actor = $4) AND ($5 = '' OR action = $5) AND ($6 = '' OR target = $6)
+ORDER BY at DESC, id DESC LIMIT $3`, after, afterID, limit, f.Actor, f.Action, f.Target)
 	if err != nil {
 		return nil, fmt.Errorf("listing audit rows: %w", err)
 	}

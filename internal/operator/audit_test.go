@@ -53,3 +53,34 @@ func TestListAuditPages(t *testing.T) {
 	}
 	require.Equal(t, ids, got, "newest first, no repeats, no gaps")
 }
+
+// Each row says where its action came from; a listing filters by actor,
+// action and target.
+func TestAuditOriginAndFilters(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.Tx(t)
+	ctx := t.Context()
+	require.NoError(t, operator.Record(operator.WithOrigin(ctx, operator.OriginConsole), tx, nil, "alice", operator.ActionPause, "ship", nil))
+	require.NoError(t, operator.Record(operator.WithOrigin(ctx, operator.OriginAPI), tx, nil, "alice", operator.ActionRetry, "stripe/evt_1", nil))
+	require.NoError(t, operator.Record(ctx, tx, nil, "cli:root", operator.ActionPause, "mail", nil))
+	require.NoError(t, operator.Record(ctx, tx, nil, "breaker", operator.ActionPause, "mail", nil))
+
+	all, err := operator.ListAudit(ctx, tx, 10, nil)
+	require.NoError(t, err)
+	origins := map[string]string{}
+	for _, e := range all {
+		origins[e.Actor+" "+e.Target] = e.Origin
+	}
+	require.Equal(t, map[string]string{"alice ship": "console", "alice stripe/evt_1": "api", "cli:root mail": "cli", "breaker mail": ""}, origins)
+
+	count := func(f operator.AuditFilter) int {
+		t.Helper()
+		es, err := operator.ListAuditWhere(ctx, tx, f, 10, nil)
+		require.NoError(t, err)
+		return len(es)
+	}
+	require.Equal(t, 2, count(operator.AuditFilter{Actor: "alice"}))
+	require.Equal(t, 3, count(operator.AuditFilter{Action: operator.ActionPause}))
+	require.Equal(t, 2, count(operator.AuditFilter{Action: operator.ActionPause, Target: "mail"}))
+	require.Equal(t, 0, count(operator.AuditFilter{Actor: "bob"}))
+}
