@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -79,6 +80,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 // api authenticates, and for act requires an operator, before h.
 func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(withSource(operator.WithOrigin(r.Context(), operator.OriginAPI), r))
 		p, ok := s.apiAuth(w, r, act)
 		if !ok {
 			return
@@ -109,33 +111,63 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// claimsPageOf is one page of the claims list and the cursors of the pages
+// after and before it ("" when there is none).
+type claimsPageOf struct {
+	claims     []claimView
+	next, prev string
+}
+
 // listClaims reads one page of claims with their deliveries, and the
-// cursor of the next page ("" when it is the last).
-func (s *Server) listClaims(ctx context.Context, f claim.Search) ([]claimView, string, error) {
+// cursors of the next and previous pages. A page before the first that
+// would not be full is the first page.
+func (s *Server) listClaims(ctx context.Context, f claim.Search) (claimsPageOf, error) {
 	limit := f.Limit
-	f.Limit++ // one more, to know whether a next page exists
+	f.Limit++ // one more, to know whether a next (or previous) page exists
 	claims, err := s.store.SearchClaims(ctx, f)
 	if err != nil {
-		return nil, "", err
+		return claimsPageOf{}, err
 	}
-	next := ""
-	if len(claims) > limit {
+	var pg claimsPageOf
+	if f.Newer != nil && len(claims) <= limit {
+		// Back at the start: the first page, as full as it can be.
+		f.Newer = nil
+		if claims, err = s.store.SearchClaims(ctx, f); err != nil {
+			return claimsPageOf{}, err
+		}
+	}
+	switch {
+	case f.Newer != nil: // a full page before, and more before it
+		claims = claims[1:]
+		pg.prev = encodePrevCursor(claims[0].Position())
+		pg.next = encodeCursor(claims[len(claims)-1].Position())
+	case len(claims) > limit:
 		claims = claims[:limit]
-		next = encodeCursor(claims[limit-1].Position())
+		pg.next = encodeCursor(claims[limit-1].Position())
 	}
+	if f.After != nil && len(claims) > 0 {
+		pg.prev = encodePrevCursor(claims[0].Position())
+	}
+	views, err := s.claimViews(ctx, claims)
+	pg.claims = views
+	return pg, err
+}
+
+// claimViews reads the deliveries of claims, in one query.
+func (s *Server) claimViews(ctx context.Context, claims []claim.Record) ([]claimView, error) {
 	keys := make([]claim.EventKey, len(claims))
 	for i, c := range claims {
 		keys[i] = claim.EventKey{Provider: c.Provider, EventID: c.EventID}
 	}
 	ds, err := s.store.DeliveriesOf(ctx, keys)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	views := make([]claimView, len(claims))
 	for i, c := range claims {
 		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
 	}
-	return views, next, nil
+	return views, nil
 }
 
 func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -144,12 +176,12 @@ func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ prin
 		s.fail(w, r, err)
 		return
 	}
-	views, next, err := s.listClaims(r.Context(), f)
+	pg, err := s.listClaims(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"claims": views, "next_cursor": next})
+	writeJSON(w, http.StatusOK, map[string]any{"claims": pg.claims, "next_cursor": pg.next, "prev_cursor": pg.prev})
 }
 
 // detail reads one claim; for an operator with its payload.
@@ -272,6 +304,11 @@ type routeView struct {
 	claim.RouteState
 	Concurrency int `json:"concurrency"`
 	Backlog     int `json:"backlog"`
+	// Destination (the URL, a password in it masked) and Events (the
+	// type patterns) are for the console's pages.
+	Destination string   `json:"-"`
+	Method      string   `json:"-"`
+	Events      []string `json:"-"`
 }
 
 func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
@@ -281,7 +318,9 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 	}
 	views := make([]routeView, len(states))
 	for i, st := range states {
-		views[i] = routeView{RouteState: st, Concurrency: s.cfg.Routes[i].Concurrency, Backlog: st.Backlog()}
+		rc := s.cfg.Routes[i]
+		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.Backlog(),
+			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events}
 	}
 	return views, nil
 }
@@ -340,9 +379,10 @@ func parseAudit(get func(string) string) (int, *operator.AuditPosition, error) {
 	return limit, pos, nil
 }
 
-// listAudit reads a page of audit rows and the next page's cursor.
-func (s *Server) listAudit(ctx context.Context, limit int, pos *operator.AuditPosition) ([]operator.Entry, string, error) {
-	entries, err := operator.ListAudit(ctx, s.db, limit+1, pos)
+// listAudit reads a page of the audit rows f matches and the next page's
+// cursor.
+func (s *Server) listAudit(ctx context.Context, f operator.AuditFilter, limit int, pos *operator.AuditPosition) ([]operator.Entry, string, error) {
+	entries, err := operator.ListAuditWhere(ctx, s.db, f, limit+1, pos)
 	if err != nil {
 		return nil, "", err
 	}
@@ -358,8 +398,10 @@ func (s *Server) listAudit(ctx context.Context, limit int, pos *operator.AuditPo
 
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ principal) {
 	for k := range r.URL.Query() {
-		if k != "limit" && k != "cursor" {
-			s.fail(w, r, bad("unknown parameter %q: want limit or cursor", cut(k, 64)))
+		switch k {
+		case "limit", "cursor", "actor", "action", "target":
+		default:
+			s.fail(w, r, bad("unknown parameter %q: want actor, action, target, limit or cursor", cut(k, 64)))
 			return
 		}
 	}
@@ -368,7 +410,12 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ principal
 		s.fail(w, r, err)
 		return
 	}
-	entries, next, err := s.listAudit(r.Context(), limit, pos)
+	f, err := parseAuditFilter(r.URL.Query().Get)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	entries, next, err := s.listAudit(r.Context(), f, limit, pos)
 	if err != nil {
 		s.fail(w, r, err)
 		return

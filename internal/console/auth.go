@@ -97,7 +97,8 @@ func (s *Server) failed(ctx context.Context, key, actor, via string) {
 	if s.failures.Fail(key) {
 		s.logger.Warn("console: too many failed sign-ins; refusing the name for a minute", slog.String("user", actor))
 	}
-	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "", map[string]string{"via": via}); err != nil {
+	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "",
+		map[string]string{"via": via, "source": sourceOf(ctx)}); err != nil {
 		s.logger.Error("console: auditing a failed sign-in", slog.String("error", err.Error()))
 	}
 }

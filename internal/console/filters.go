@@ -39,6 +39,28 @@ func bad(format string, args ...any) error { return &badRequest{fmt.Sprintf(form
 // parseFilters reads the list filters from get (a query or a body), each
 // validated, into a search. Values are never echoed back.
 func parseFilters(get func(string) string) (claim.Search, error) {
+	return parseFiltersAt(get, time.Now())
+}
+
+// agoRE is a time ago: a whole number of minutes, hours or days.
+var agoRE = regexp.MustCompile(`^([1-9][0-9]{0,3})([mhd])$`)
+
+// maxAgo bounds a time ago, so that it never overflows a Duration.
+const maxAgo = 3660 * 24 * time.Hour
+
+// parseWhen reads a since or before: an RFC 3339 time, or a time ago
+// (30m, 1h, 24h, 7d) before now.
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if m := agoRE.FindStringSubmatch(v); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		unit := map[string]time.Duration{"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+		return now.Add(-min(time.Duration(n)*unit, maxAgo)), nil
+	}
+	return time.Parse(time.RFC3339Nano, v)
+}
+
+// parseFiltersAt is parseFilters with times ago taken before now.
+func parseFiltersAt(get func(string) string, now time.Time) (claim.Search, error) {
 	var f claim.Search
 	if v := get("status"); v != "" {
 		switch s := claim.Status(v); s {
@@ -70,9 +92,17 @@ func parseFilters(get func(string) string) (claim.Search, error) {
 	}
 	if v := get("event_id"); v != "" {
 		if len(v) > maxFilterLen || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return f, bad("event_id: must be a prefix of at most %d characters without control characters", maxFilterLen)
+			return f, bad("event_id: must be a prefix, or a *substring*, of at most %d characters without control characters", maxFilterLen)
 		}
-		f.EventIDPrefix = v
+		// *text* (or *text) is a substring; text or text* a prefix.
+		if inner, ok := strings.CutPrefix(v, "*"); ok {
+			f.EventIDContains = strings.TrimSuffix(inner, "*")
+		} else {
+			f.EventIDPrefix = strings.TrimSuffix(v, "*")
+		}
+		if f.EventIDContains == "" && f.EventIDPrefix == "" {
+			return f, bad("event_id: a prefix or a *substring* needs at least one character besides *")
+		}
 	}
 	if v := get("business_key"); v != "" {
 		if len(v) > maxKeyLen {
@@ -85,9 +115,9 @@ func parseFilters(get func(string) string) (claim.Search, error) {
 		dst *time.Time
 	}{{"since", &f.Since}, {"before", &f.Before}} {
 		if v := get(t.key); v != "" {
-			at, err := time.Parse(time.RFC3339Nano, v)
+			at, err := parseWhen(v, now)
 			if err != nil {
-				return f, bad("%s: want an RFC 3339 time such as 2026-12-01T00:00:00Z", t.key)
+				return f, bad("%s: want a time ago such as 1h, 24h or 7d, or an RFC 3339 time such as 2026-12-01T00:00:00Z", t.key)
 			}
 			*t.dst = at
 		}
@@ -127,40 +157,55 @@ func parseList(q url.Values) (claim.Search, error) {
 		f.Limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
-		pos, err := decodeCursor(v)
+		pos, back, err := decodeCursor(v)
 		if err != nil {
 			return f, err
 		}
-		f.After = &pos
+		if back {
+			f.Newer = &pos
+		} else {
+			f.After = &pos
+		}
 	}
 	return f, nil
 }
 
-// cursor is the position a page ended at, as next_cursor carries it.
+// cursor is the position a page ended at, as next_cursor carries it, or
+// (B set) the one a page began at, as prev_cursor does: the page before it.
 type cursor struct {
 	T time.Time `json:"t"`
 	P string    `json:"p"`
 	E string    `json:"e"`
+	B bool      `json:"b,omitempty"`
 }
 
-func encodeCursor(p claim.Position) string {
-	b, _ := json.Marshal(cursor{p.FirstSeenAt, p.Provider, p.EventID})
+func encodeCursor(p claim.Position) string { return cursorText(cursor{p.FirstSeenAt, p.Provider, p.EventID, false}) }
+
+// encodePrevCursor is the cursor of the page before the one beginning at p.
+func encodePrevCursor(p claim.Position) string {
+	return cursorText(cursor{p.FirstSeenAt, p.Provider, p.EventID, true})
+}
+
+func cursorText(c cursor) string {
+	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s string) (claim.Position, error) {
+// decodeCursor returns a cursor's position, and whether it asks for the
+// page before it.
+func decodeCursor(s string) (claim.Position, bool, error) {
 	var c cursor
 	if len(s) > maxCursor {
-		return claim.Position{}, bad("cursor: not one this API handed out")
+		return claim.Position{}, false, bad("cursor: not one this API handed out")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.T.IsZero() || c.P == "" || c.E == "" {
-		return claim.Position{}, bad("cursor: not one this API handed out")
+		return claim.Position{}, false, bad("cursor: not one this API handed out")
 	}
-	return claim.Position{FirstSeenAt: c.T, Provider: c.P, EventID: c.E}, nil
+	return claim.Position{FirstSeenAt: c.T, Provider: c.P, EventID: c.E}, c.B, nil
 }
 
 // cut shortens s to n runes.

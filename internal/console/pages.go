@@ -24,7 +24,7 @@ import (
 var files embed.FS
 
 // pageNames are the console's page templates, each rendered in layout.html.
-var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit"}
+var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm"}
 
 type pages struct{ t map[string]*template.Template }
 
@@ -47,7 +47,11 @@ func loadPages() *pages {
 			}
 			return stamp(*t)
 		},
-		"cut": cut,
+		"cut":       cut,
+		"ago":       func(t time.Time) string { return ago(t, time.Now()) },
+		"agop":      func(t *time.Time) string { return agoPtr(t, time.Now()) },
+		"auditLink": auditLink,
+		"pretty":    pretty,
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
@@ -127,10 +131,13 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/sign-out", s.handleSignOut)
 	mux.HandleFunc("GET /console/{$}", s.page(false, s.handleOverview))
 	mux.HandleFunc("GET /console/claims", s.page(false, s.handleClaimsPage))
+	mux.HandleFunc("GET /console/claims/retry", s.page(true, s.handleBulkConfirmPage))
+	mux.HandleFunc("POST /console/claims/retry", s.page(true, s.handleBulkRetryPage))
 	mux.HandleFunc("GET /console/claims/{provider}/{event_id}", s.page(false, s.handleClaimPage))
 	mux.HandleFunc("GET /console/claims/{provider}/{event_id}/retry", s.page(true, s.handleConfirmPage))
 	mux.HandleFunc("POST /console/claims/{provider}/{event_id}/retry", s.page(true, s.handleRetryPage))
 	mux.HandleFunc("GET /console/routes", s.page(false, s.handleRoutesPage))
+	mux.HandleFunc("GET /console/routes/{name}/pause", s.page(true, s.handlePauseConfirmPage))
 	mux.HandleFunc("POST /console/routes/{name}/pause", s.page(true, s.handlePausePage(true)))
 	mux.HandleFunc("POST /console/routes/{name}/resume", s.page(true, s.handlePausePage(false)))
 	mux.HandleFunc("GET /console/audit", s.page(false, s.handleAuditPage))
@@ -143,6 +150,7 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 // sends everyone else to the sign-in form.
 func (s *Server) page(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = fromConsole(r)
 		p, _, ok := s.session(r)
 		if !ok {
 			securityHeaders(w)
@@ -167,6 +175,7 @@ func (s *Server) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	r = fromConsole(r)
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
 		s.render(w, http.StatusBadRequest, "signin", pageData{Title: "Sign in", Data: "The form could not be read."})
@@ -187,13 +196,15 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, nil, err, "/console/sign-in")
 		return
 	}
-	if err := operator.Record(r.Context(), s.db, s.logger, p.Name, operator.ActionSignIn, "", map[string]string{"via": "console"}); err != nil {
+	if err := operator.Record(r.Context(), s.db, s.logger, p.Name, operator.ActionSignIn, "",
+		map[string]string{"via": "console", "source": sourceOf(r.Context())}); err != nil {
 		s.logger.Error("console: auditing a sign-in", slog.String("error", err.Error()))
 	}
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
+	r = fromConsole(r)
 	p, token, ok := s.session(r)
 	if ok {
 		if err := s.endSession(w, r, token); err != nil {
@@ -216,39 +227,41 @@ type statusCount struct {
 type overview struct {
 	Statuses []statusCount
 	Routes   []routeView
+	// Charts are the routes' activity over the window, in Routes' order.
+	Charts []routeChart
 }
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, p principal) {
 	var o overview
-	counts := map[string]int{}
-	rows, err := s.db.Query(r.Context(), `SELECT status, count(*) FROM webhook_event_claims
-WHERE first_seen_at >= now() - interval '24 hours' GROUP BY status`)
-	if err == nil {
-		var st string
-		var n int
-		for rows.Next() {
-			if err = rows.Scan(&st, &n); err != nil {
-				break
-			}
-			counts[st] = n
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-	}
+	now := time.Now()
+	counts, err := s.store.StatusCounts(r.Context(), now.Add(-24*time.Hour))
 	if err != nil {
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	for _, st := range []string{"failed", "processing", "completed", "ignored"} {
-		o.Statuses = append(o.Statuses, statusCount{st, counts[st]})
+	for _, st := range []claim.Status{claim.Failed, claim.Processing, claim.Completed, claim.Ignored} {
+		o.Statuses = append(o.Statuses, statusCount{string(st), counts[st]})
 	}
 	if o.Routes, err = s.routeViews(r.Context()); err != nil {
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	slices.SortStableFunc(o.Routes, func(a, b routeView) int { return b.Failed - a.Failed })
+	// Paused routes first, then failing ones (open circuits belong first
+	// of all, once routes have a breaker).
+	slices.SortStableFunc(o.Routes, func(a, b routeView) int {
+		if a.Paused != b.Paused {
+			return map[bool]int{true: -1, false: 1}[a.Paused]
+		}
+		return b.Failed - a.Failed
+	})
+	names := make([]string, len(o.Routes))
+	for i, rv := range o.Routes {
+		names[i] = rv.Route
+	}
+	if o.Charts, err = s.routeCharts(r.Context(), names, now); err != nil {
+		s.pageError(w, r, &p, err, "")
+		return
+	}
 	s.render(w, http.StatusOK, "overview", pageData{Title: "Overview", User: &p, Data: o})
 }
 
@@ -256,15 +269,22 @@ type claimsPage struct {
 	Statuses []string
 	Filter   map[string]string
 	Claims   []claimView
-	Next     string
-	Error    string
+	// First, Prev and Next are the links to those pages; "" where there
+	// is none (First: on the first page).
+	First, Prev, Next string
+	// Matched counts the claims the filters match, up to countBound.
+	Matched string
+	// BulkRetry is the bulk retry's link for these filters; "" where
+	// they do not allow one (a status other than failed).
+	BulkRetry string
+	Error     string
 }
 
 func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p principal) {
 	q := r.URL.Query()
 	// An empty field of the filter form means no filter.
 	for k, vs := range q {
-		if len(vs) == 1 && vs[0] == "" {
+		if len(vs) == 1 && vs[0] == "" || k == "bulk_matched" || k == "bulk_reopened" {
 			q.Del(k)
 		}
 	}
@@ -283,22 +303,29 @@ func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p prin
 		s.render(w, http.StatusBadRequest, "claims", pageData{Title: "Claims", User: &p, Data: d})
 		return
 	}
-	views, next, err := s.listClaims(r.Context(), f)
+	pg, err := s.listClaims(r.Context(), f)
 	if err != nil {
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	d.Claims = views
-	if next != "" {
-		q.Set("cursor", next)
-		d.Next = "/console/claims?" + q.Encode()
+	if d.Matched, err = s.matched(r.Context(), f); err != nil {
+		s.pageError(w, r, &p, err, "")
+		return
 	}
-	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Data: d})
+	d.Claims = pg.claims
+	d.First, d.Prev, d.Next = pageLinks(q, pg)
+	if p.Operator() && (f.Status == "" || f.Status == claim.Failed) {
+		d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
+	}
+	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
 }
 
 type claimPage struct {
 	Claim   claimView
 	Payload string
+	// Runs says, by route, the delivery's latest attempt and its place in
+	// its run ("attempt 4 · 2 of 2 in this run").
+	Runs map[string]string
 	// Timeline is the claim's attempt history, by route and attempt.
 	Timeline []timelineRow
 }
@@ -307,25 +334,44 @@ type claimPage struct {
 type timelineRow struct {
 	Route   string
 	Attempt int
+	// Run is the attempt's place in its run of attempts ("2 of 2"); ""
+	// when not recorded.
+	Run     string
 	Started time.Time
 	// Duration is in milliseconds; Status "-" when no answer came, Error
 	// "" on success.
 	Duration int64
 	Status   string
 	Error    string
+	// Full is what an operator sees of the attempt: what was sent and
+	// what came back; nil for a viewer.
+	Full *attemptFull
 }
 
-// timeline flattens attempts into rows in the order of the deliveries.
-func timeline(ds []deliveryView, attempts map[string][]claim.AttemptRecord) []timelineRow {
+// attemptFull is an attempt in full, each part pretty-printed; "" where
+// none was recorded (or retention cleared it).
+type attemptFull struct {
+	Request, ResponseHeaders, Response string
+}
+
+// timeline flattens attempts into rows in the order of the deliveries;
+// full says whether requests and answers are shown (operators).
+func timeline(ds []deliveryView, attempts map[string][]claim.AttemptRecord, full bool) []timelineRow {
 	var rows []timelineRow
 	for _, d := range ds {
 		for _, a := range attempts[d.Route] {
 			row := timelineRow{Route: d.Route, Attempt: a.Attempt, Started: a.StartedAt, Duration: a.DurationMS, Status: "-"}
+			if a.RunAttempt != nil && a.RunMax != nil {
+				row.Run = strconv.Itoa(*a.RunAttempt) + " of " + strconv.Itoa(*a.RunMax)
+			}
 			if a.StatusCode != nil {
 				row.Status = strconv.Itoa(*a.StatusCode)
 			}
 			if a.Error != nil {
 				row.Error = *a.Error
+			}
+			if full {
+				row.Full = fullAttempt(a)
 			}
 			rows = append(rows, row)
 		}
@@ -362,12 +408,14 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 		return
 	}
 	d := claimPage{Claim: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
-	attempts, err := s.store.Attempts(r.Context(), provider, eventID, false)
+	// Viewers never see requests or answers: they are not even read.
+	attempts, err := s.store.Attempts(r.Context(), provider, eventID, p.Operator())
 	if err != nil {
 		s.pageError(w, r, &p, err, "/console/claims")
 		return
 	}
-	d.Timeline = timeline(d.Claim.Deliveries, attempts)
+	d.Timeline = timeline(d.Claim.Deliveries, attempts, p.Operator())
+	d.Runs = runsOf(d.Claim.Deliveries, attempts)
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(r.Context(), provider, eventID)
 		if err != nil {
@@ -437,25 +485,23 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 	}
 }
 
-type auditPage struct {
-	Entries []operator.Entry
-	Next    string
-}
-
 func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, p principal) {
-	limit, pos, err := parseAudit(r.URL.Query().Get)
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/audit")
-		return
+	q := r.URL.Query()
+	for k, vs := range q {
+		if len(vs) == 1 && vs[0] == "" {
+			q.Del(k)
+		}
 	}
-	entries, next, err := s.listAudit(r.Context(), limit, pos)
-	if err != nil {
-		s.pageError(w, r, &p, err, "")
-		return
+	limit, pos, err := parseAudit(q.Get)
+	if err == nil {
+		var f operator.AuditFilter
+		if f, err = parseAuditFilter(q.Get); err == nil {
+			var d auditPage
+			if d, err = s.auditPageOf(r.Context(), f, limit, pos); err == nil {
+				s.render(w, http.StatusOK, "audit", pageData{Title: "Audit", User: &p, Data: d})
+				return
+			}
+		}
 	}
-	d := auditPage{Entries: entries}
-	if next != "" {
-		d.Next = "/console/audit?cursor=" + url.QueryEscape(next)
-	}
-	s.render(w, http.StatusOK, "audit", pageData{Title: "Audit", User: &p, Data: d})
+	s.pageError(w, r, &p, err, "/console/audit")
 }

@@ -173,8 +173,11 @@ func TestConsoleActs(t *testing.T) {
 	require.Contains(t, body, `id="pause-ship"`)
 
 	_, body = b.do(t, http.MethodGet, "/console/audit", nil)
-	for _, row := range []string{"<td>alice</td><td>resume</td><td>ship</td>", "<td>alice</td><td>pause</td><td>ship</td>",
-		"<td>alice</td><td>retry</td><td>stripe/evt_1</td>", "<td>alice</td><td>sign_in</td>"} {
+	for _, row := range []string{
+		`<td>alice</td><td>resume</td><td class="audit-target"><a href="/console/routes#route-ship">ship</a></td><td class="audit-origin">console</td>`,
+		`<td>alice</td><td>pause</td><td class="audit-target"><a href="/console/routes#route-ship">ship</a></td><td class="audit-origin">console</td>`,
+		`<td>alice</td><td>retry</td><td class="audit-target"><a href="/console/claims/stripe/evt_1">stripe/evt_1</a></td><td class="audit-origin">console</td>`,
+		`<td>alice</td><td>sign_in</td><td class="audit-target"></td><td class="audit-origin">console</td><td class="audit-source">127.0.0.1</td>`} {
 		require.Contains(t, body, row)
 	}
 }

@@ -1,0 +1,183 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/operator"
+)
+
+// countBound is how far the claims list counts its matches: past it the
+// page says "10,000+", so a broad filter costs a bounded count.
+const countBound = 10_000
+
+// matched is how many claims f matches, as the list shows it.
+func (s *Server) matched(ctx context.Context, f claim.Search) (string, error) {
+	n, err := s.store.CountClaimsUpTo(ctx, f, countBound+1)
+	if err != nil {
+		return "", err
+	}
+	if n > countBound {
+		return thousands(countBound) + "+", nil
+	}
+	return thousands(n), nil
+}
+
+// thousands writes n with a comma every three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// filterQuery is q without its paging.
+func filterQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range filterKeys {
+		if v := q.Get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		out.Set("limit", v)
+	}
+	return out
+}
+
+// pageLinks are the links to the first, previous and next pages of the
+// list q asked for.
+func pageLinks(q url.Values, pg claimsPageOf) (first, prev, next string) {
+	base := filterQuery(q)
+	link := func(cursor string) string {
+		v := url.Values{}
+		for k, vs := range base {
+			v[k] = vs
+		}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		if len(v) == 0 {
+			return "/console/claims"
+		}
+		return "/console/claims?" + v.Encode()
+	}
+	if pg.prev != "" {
+		first, prev = link(""), link(pg.prev)
+	}
+	if pg.next != "" {
+		next = link(pg.next)
+	}
+	return first, prev, next
+}
+
+// filterValues are the filters of f as the list's parameters take them,
+// its times as RFC 3339: what a confirmation form carries, so that the
+// claims confirmed are those counted, whatever "1h" means a minute later.
+func filterValues(f claim.Search) url.Values {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("status", string(f.Status))
+	set("provider", f.Provider)
+	set("route", f.Route)
+	set("type", f.Type)
+	set("event_id", f.EventIDPrefix)
+	if f.EventIDContains != "" {
+		v.Set("event_id", "*"+f.EventIDContains+"*")
+	}
+	set("business_key", f.BusinessKey)
+	if !f.Since.IsZero() {
+		v.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Before.IsZero() {
+		v.Set("before", f.Before.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+// bulkConfirm is the bulk retry's confirmation page.
+type bulkConfirm struct {
+	Matched int
+	Filters []filterField
+	Back    string
+}
+
+type filterField struct{ Name, Value string }
+
+// handleBulkConfirmPage counts, as a dry run of POST /api/v1/retry does,
+// the failed claims the list's filters match, and asks to confirm.
+func (s *Server) handleBulkConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
+	q := r.URL.Query()
+	for k, vs := range q {
+		if len(vs) == 1 && vs[0] == "" {
+			q.Del(k)
+		}
+	}
+	q.Del("limit")
+	back := "/console/claims?" + filterQuery(q).Encode()
+	f, err := parseList(q)
+	if err != nil {
+		s.pageError(w, r, &p, err, back)
+		return
+	}
+	f.Status = claim.Failed
+	if q.Get("status") != "" && q.Get("status") != string(claim.Failed) {
+		s.pageError(w, r, &p, bad("status: only failed claims can be retried in bulk"), back)
+		return
+	}
+	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, false, true, nil)
+	if err != nil {
+		s.pageError(w, r, &p, err, back)
+		return
+	}
+	d := bulkConfirm{Matched: res.Matched, Back: back}
+	for _, k := range filterKeys {
+		if v := filterValues(f).Get(k); v != "" {
+			d.Filters = append(d.Filters, filterField{k, v})
+		}
+	}
+	s.render(w, http.StatusOK, "bulkconfirm", pageData{Title: "Confirm bulk retry", User: &p, Data: d})
+}
+
+// handleBulkRetryPage reopens the failed claims the confirmed filters
+// match, as POST /api/v1/retry does (and audited as it is).
+func (s *Server) handleBulkRetryPage(w http.ResponseWriter, r *http.Request, p principal) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		s.pageError(w, r, &p, bad("the form could not be read"), "/console/claims")
+		return
+	}
+	f, err := parseFilters(r.PostForm.Get)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/claims")
+		return
+	}
+	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, r.PostForm.Get("force") == "true", false, nil)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/claims?"+filterValues(f).Encode())
+		return
+	}
+	v := filterValues(f)
+	v.Set("bulk_matched", strconv.Itoa(res.Matched))
+	v.Set("bulk_reopened", strconv.Itoa(res.Reopened))
+	http.Redirect(w, r, "/console/claims?"+v.Encode(), http.StatusSeeOther)
+}
+
+// bulkFlash is the note a finished bulk retry leaves on the list.
+func bulkFlash(q url.Values) string {
+	matched, err1 := strconv.Atoi(q.Get("bulk_matched"))
+	reopened, err2 := strconv.Atoi(q.Get("bulk_reopened"))
+	if err1 != nil || err2 != nil || matched < 0 || reopened < 0 {
+		return ""
+	}
+	return "Bulk retry: " + operator.Plural(reopened, "claim", "claims") + " reopened of " + strconv.Itoa(matched) + " matched."
+}
