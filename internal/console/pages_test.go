@@ -114,6 +114,9 @@ func TestConsoleViewerReadsButNeverActs(t *testing.T) {
 		{http.MethodGet, "/console/claims/stripe/evt_1/retry"},
 		{http.MethodPost, "/console/claims/stripe/evt_1/retry"},
 		{http.MethodPost, "/console/routes/ship/pause"},
+		{http.MethodGet, "/console/routes/ship/pause"},
+		{http.MethodGet, "/console/claims/retry?status=failed"},
+		{http.MethodPost, "/console/claims/retry"},
 	} {
 		var form url.Values
 		if r.method == http.MethodPost {
