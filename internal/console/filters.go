@@ -179,7 +179,9 @@ type cursor struct {
 	B bool      `json:"b,omitempty"`
 }
 
-func encodeCursor(p claim.Position) string { return cursorText(cursor{p.FirstSeenAt, p.Provider, p.EventID, false}) }
+func encodeCursor(p claim.Position) string {
+	return cursorText(cursor{p.FirstSeenAt, p.Provider, p.EventID, false})
+}
 
 // encodePrevCursor is the cursor of the page before the one beginning at p.
 func encodePrevCursor(p claim.Position) string {
