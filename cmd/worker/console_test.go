@@ -87,7 +87,7 @@ func TestConsoleOffWithoutUsersOrTokens(t *testing.T) {
 	db := dbtest.NewDB(t)
 	addr, _ := startWorker(t, workerEnv(db, writeConfig(t, "http://127.0.0.1:1")))
 	basic := func(r *http.Request) { r.SetBasicAuth("alice", alicePassword) }
-	for _, p := range []string{"/api/v1/claims", "/api/v1/", "/console/", "/console/sign-in"} {
+	for _, p := range []string{"/api/v1/claims", "/api/v1/", "/console/", "/console/sign-in", "/"} {
 		require.Equal(t, http.StatusNotFound, get(t, "http://"+addr+p, basic), p)
 	}
 }
@@ -110,6 +110,15 @@ func TestConsoleServedByWorker(t *testing.T) {
 		r.Header.Set("Authorization", "Bearer ci-token-abcdefghijkl")
 	}))
 	require.Equal(t, http.StatusSeeOther, get(t, base+"/console/", nil), "to the sign-in form")
+	// The listener's root leads to the console; nothing else moves.
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, "/console/", resp.Header.Get("Location"))
+	require.Equal(t, http.StatusNotFound, get(t, base+"/nothing-here", nil))
 
 	// A state change from another origin is refused before it is
 	// authenticated, though its credentials are right.

@@ -60,6 +60,8 @@ func (o *ops) routes() http.Handler {
 	if o.console != nil {
 		mux.Handle("/api/v1/", o.console)
 		mux.Handle("/console/", o.console)
+		// The listener's root leads a person to the console.
+		mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	}
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
