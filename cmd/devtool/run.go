@@ -83,6 +83,10 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	secrets := demoSecrets(cfg, getenv)
 	con.printf("devtool", "%s", demoSecretsNotice(secrets))
+	consoleEnv, logins, err := consoleSecrets(cfg, getenv, localDir)
+	if err != nil {
+		return err
+	}
 
 	dbURL := getenv("DATABASE_URL")
 	if dbURL != "" {
@@ -113,6 +117,9 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 		"DATABASE_URL="+dbURL,
 		"HOOKGATE_LOG_FORMAT="+cmp.Or(getenv("HOOKGATE_LOG_FORMAT"), "text"))
 	for name, value := range secrets {
+		env = append(env, name+"="+value)
+	}
+	for name, value := range consoleEnv {
 		env = append(env, name+"="+value)
 	}
 	grace := max(minStopGrace, cfg.Worker.ShutdownTimeout.D()+5*time.Second)
@@ -154,7 +161,7 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	if getenv("DATABASE_URL") == "" {
 		shownURL = dbURL
 	}
-	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "") +
+	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
 		claimsHelp(shownURL, filepath.Join(*binDir, "worker"), *configPath))
 
 	select {
@@ -167,13 +174,14 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // banner tells what runs where, once everything answers /healthz.
-func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui bool) string {
+func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui bool, logins []consoleLogin) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nhookgate is running (Ctrl-C stops everything):\n")
 	for _, p := range cfg.Providers {
 		fmt.Fprintf(&b, "  ingest    %s/webhooks/%s\n", ingestURL, p.Name)
 	}
 	fmt.Fprintf(&b, "  worker    %s  (/healthz, /readyz, /metrics)\n", workerURL)
+	b.WriteString(consoleBanner(cfg, workerURL, logins))
 	if ui {
 		fmt.Fprintf(&b, "  River UI  %s/riverui/  (user admin, password $HOOKGATE_UI_PASSWORD)\n", workerURL)
 	} else {
