@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/devsecret"
 	"github.com/hookgate/hookgate/internal/pgcluster"
 )
 
@@ -83,7 +84,7 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	secrets := demoSecrets(cfg, getenv)
 	con.printf("devtool", "%s", demoSecretsNotice(secrets))
-	consoleEnv, logins, err := consoleSecrets(cfg, getenv, localDir)
+	consoleEnv, logins, err := devsecret.Console(cfg, getenv, localDir)
 	if err != nil {
 		return err
 	}
@@ -174,14 +175,14 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // banner tells what runs where, once everything answers /healthz.
-func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui bool, logins []consoleLogin) string {
+func banner(cfg *config.Config, ingestURL, workerURL, receiverURL string, ui bool, logins []devsecret.Login) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nhookgate is running (Ctrl-C stops everything):\n")
 	for _, p := range cfg.Providers {
 		fmt.Fprintf(&b, "  ingest    %s/webhooks/%s\n", ingestURL, p.Name)
 	}
 	fmt.Fprintf(&b, "  worker    %s  (/healthz, /readyz, /metrics)\n", workerURL)
-	b.WriteString(consoleBanner(cfg, workerURL, logins))
+	b.WriteString(devsecret.Banner(cfg, workerURL, logins))
 	if ui {
 		fmt.Fprintf(&b, "  River UI  %s/riverui/  (user admin, password $HOOKGATE_UI_PASSWORD)\n", workerURL)
 	} else {

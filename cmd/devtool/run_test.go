@@ -16,6 +16,7 @@ import (
 	"github.com/hookgate/hookgate/internal/proctest"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/devsecret"
 )
 
 func TestLocalURL(t *testing.T) {
@@ -154,7 +155,7 @@ console:
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), ".local")
 	getenv := func(k string) string { return map[string]string{"BOB_PASSWORD": "bobs-own-password"}[k] }
-	env, logins, err := consoleSecrets(cfg, getenv, dir)
+	env, logins, err := devsecret.Console(cfg, getenv, dir)
 	require.NoError(t, err)
 	require.NotContains(t, env, "BOB_PASSWORD", "set by the user: left alone")
 	password := env["HOOKGATE_CONSOLE_PASSWORD"]
@@ -164,12 +165,12 @@ console:
 	info, err := os.Stat(kept)
 	require.NoError(t, err)
 	require.Equal(t, fs.FileMode(0o600), info.Mode().Perm())
-	require.Equal(t, []consoleLogin{
+	require.Equal(t, []devsecret.Login{
 		{Name: "operator", Role: "operator", Env: "HOOKGATE_CONSOLE_PASSWORD", Password: password, File: kept},
 		{Name: "bob", Role: "viewer", Env: "BOB_PASSWORD"},
 	}, logins)
 
-	again, _, err := consoleSecrets(cfg, getenv, dir)
+	again, _, err := devsecret.Console(cfg, getenv, dir)
 	require.NoError(t, err)
 	require.Equal(t, env, again, "the same secrets on the next run")
 
@@ -192,7 +193,7 @@ func TestExampleConfigServesTheConsole(t *testing.T) {
 	cfg, err := config.Load("../../hookgate.example.yaml")
 	require.NoError(t, err)
 	require.True(t, cfg.Console.Enabled())
-	env, logins, err := consoleSecrets(cfg, func(string) string { return "" }, t.TempDir())
+	env, logins, err := devsecret.Console(cfg, func(string) string { return "" }, t.TempDir())
 	require.NoError(t, err)
 	require.Len(t, logins, 1)
 	require.Equal(t, "operator", logins[0].Role)

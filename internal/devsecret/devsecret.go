@@ -1,4 +1,8 @@
-package main
+// Package devsecret makes and keeps the secrets of the local system that
+// `make run` starts: console passwords and tokens generated once, kept in
+// the local directory for their owner only, and the banner lines that say
+// how to sign in. Nothing in it is for a real deployment.
+package devsecret
 
 import (
 	"crypto/rand"
@@ -13,9 +17,9 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 )
 
-// consoleLogin is one console user as the banner shows it: the password
+// Login is one console user as the banner shows it: the password
 // devtool keeps for it, or the variable the user set.
-type consoleLogin struct {
+type Login struct {
 	Name, Role string
 	// Env is the variable the worker reads the password from.
 	Env string
@@ -24,19 +28,19 @@ type consoleLogin struct {
 	Password, File string
 }
 
-// consoleSecrets gives every console password_env and token_env that
+// Console gives every console password_env and token_env that
 // getenv leaves unset a value of its own, generated on the first run and
 // kept in dir (mode 0600), so that the console works on `make run` with
 // nothing exported, and with the same password from run to run. It
 // returns the variables to set and the users to name in the banner.
-func consoleSecrets(cfg *config.Config, getenv func(string) string, dir string) (map[string]string, []consoleLogin, error) {
+func Console(cfg *config.Config, getenv func(string) string, dir string) (map[string]string, []Login, error) {
 	env := map[string]string{}
-	var logins []consoleLogin
+	var logins []Login
 	for _, u := range cfg.Console.Users {
 		if u.PasswordEnv == "" {
 			continue // a password_file: the user's own
 		}
-		l := consoleLogin{Name: u.Name, Role: u.Role, Env: u.PasswordEnv}
+		l := Login{Name: u.Name, Role: u.Role, Env: u.PasswordEnv}
 		if getenv(u.PasswordEnv) == "" {
 			l.File = filepath.Join(dir, "console-password-"+u.Name)
 			var err error
@@ -86,9 +90,9 @@ func keptSecret(path string) (string, error) {
 	return s, os.Chmod(path, 0o600) // WriteFile leaves an existing file's mode
 }
 
-// consoleBanner is the banner's lines for the console: its URL and how
+// Banner is the banner's lines for the console: its URL and how
 // each user signs in.
-func consoleBanner(cfg *config.Config, workerURL string, logins []consoleLogin) string {
+func Banner(cfg *config.Config, workerURL string, logins []Login) string {
 	if !cfg.Console.Enabled() {
 		return fmt.Sprintf("  console   off; name a user under console: to serve it at %s/console/\n", workerURL)
 	}
