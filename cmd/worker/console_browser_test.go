@@ -201,8 +201,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css(`nav a[href="/console/routes"]`)),
 		chromedp.Click(css("#pause-ship")),
+		chromedp.WaitVisible(css("#confirm")),
+		chromedp.Click(css("#confirm")),
 		chromedp.WaitVisible(css("#resume-ship")),
-	), "pausing the route")
+	), "pausing the route, confirmed")
 	require.Contains(t, text("tr.route .route-state"), "paused since")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css("#resume-ship")),
