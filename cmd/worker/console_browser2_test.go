@@ -230,6 +230,12 @@ func TestConsoleSecondRoundInBrowser(t *testing.T) {
 	require.Contains(t, text("#attempts tr.attempt-full details.attempt-response pre"), `"retry_in": 30`, "pretty-printed")
 	require.Contains(t, text("#deliveries .delivery-attempts"), "attempt 3 · 3 of 3 in this run")
 	shot("console-claim-attempts.png")
+	// Long text wraps: no table is wider than the 1280 px window.
+	widest, err := chromedp.Run(ctx, chromedp.Evaluate[float64](
+		`Math.max(0, ...Array.from(document.querySelectorAll("table"), t => t.getBoundingClientRect().width))`))
+	require.NoError(t, err)
+	require.Positive(t, widest)
+	require.LessOrEqual(t, widest, 1280.0)
 
 	// Bulk retry of the list's filters: a count, a confirmation, the audit.
 	failedBefore, err := store.CountClaims(t.Context(), claim.Search{Status: claim.Failed})
