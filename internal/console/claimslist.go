@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,9 +16,22 @@ import (
 // page says "10,000+", so a broad filter costs a bounded count.
 const countBound = 10_000
 
+// defaultCountTime bounds the list's count (Options.CountTimeout): a
+// filter tested claim by claim (a route, say) may read many claims to
+// count to the bound, and the page is not held back for it.
+const defaultCountTime = 300 * time.Millisecond
+
+// notCounted is what the list says when counting took too long.
+const notCounted = "many"
+
 // matched is how many claims f matches, as the list shows it.
 func (s *Server) matched(ctx context.Context, f claim.Search) (string, error) {
-	n, err := s.store.CountClaimsUpTo(ctx, f, countBound+1)
+	cctx, cancel := context.WithTimeout(ctx, s.countTime)
+	defer cancel()
+	n, err := s.store.CountClaimsUpTo(cctx, f, countBound+1)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return notCounted, nil
+	}
 	if err != nil {
 		return "", err
 	}

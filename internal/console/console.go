@@ -5,6 +5,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -47,6 +48,9 @@ type Options struct {
 	// Failures limits failed sign-ins per name; shared with the other
 	// endpoints of the listener.
 	Failures *lockout.Limiter
+	// CountTimeout bounds the claims list's count of its matches; the
+	// page says "many" past it. 0 means 300 ms.
+	CountTimeout time.Duration
 }
 
 // Server is the operator API and the console.
@@ -59,6 +63,8 @@ type Server struct {
 	failures *lockout.Limiter
 	actions  *operator.Actions
 	ttl      time.Duration
+	// countTime is Options.CountTimeout.
+	countTime time.Duration
 	// users and tokens hold the digests of each name's secret.
 	users  map[string]account
 	tokens []tokenAccount
@@ -102,7 +108,7 @@ func secretOf(opts Options, name string, fixed map[string]string) secret {
 func New(opts Options) *Server {
 	s := &Server{
 		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
-		failures: opts.Failures, ttl: opts.Config.Console.SessionTTL.D(),
+		failures: opts.Failures, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
 		pages: loadPages(),
 	}

@@ -87,7 +87,7 @@ func newEnv(t *testing.T, limiter *lockout.Limiter) *env {
 
 // newEnvWith is newEnv with the config changed by mutate (when not nil)
 // and the secret files given.
-func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Config), files map[string]*secretfile.File) *env {
+func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Config), files map[string]*secretfile.File, options ...func(*console.Options)) *env {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgDoc))
 	require.NoError(t, err)
@@ -104,8 +104,12 @@ func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Conf
 		limiter = &lockout.Limiter{Failures: 1000}
 	}
 	logs := &proctest.Buffer{}
-	c := console.New(console.Options{Config: cfg, Secrets: s, SecretFiles: files, Store: store, Queues: jobs, DB: db.Pool,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Failures: limiter})
+	o := console.Options{Config: cfg, Secrets: s, SecretFiles: files, Store: store, Queues: jobs, DB: db.Pool,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Failures: limiter}
+	for _, set := range options {
+		set(&o)
+	}
+	c := console.New(o)
 	srv := httptest.NewServer(http.NewCrossOriginProtection().Handler(c.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{db: db, store: store, srv: srv, logs: logs}

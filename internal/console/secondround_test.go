@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
@@ -295,4 +296,18 @@ func TestAuditPageFiltersAndOrigins(t *testing.T) {
 	require.NotContains(t, page, "stripe/evt_a1")
 	resp, page = b.do(t, http.MethodGet, "/console/audit?actor=%00", nil)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, page)
+}
+
+// A count that takes too long is given up: the page still comes, saying
+// "many".
+func TestListCountGivesUp(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, nil, nil, nil, func(o *console.Options) { o.CountTimeout = time.Nanosecond })
+	failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt_1"})
+	b := browser(t, e)
+	b.signIn(t, "bob", secrets["T_BOB"])
+	resp, html := b.do(t, http.MethodGet, "/console/claims", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, html, `<span id="matched">many</span> claims match the filters <span class="muted">(not counted: counting them took too long)</span>.`)
+	require.Contains(t, html, "evt_1", "the page itself is served")
 }
