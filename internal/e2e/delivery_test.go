@@ -311,7 +311,10 @@ func TestRetries(t *testing.T) {
 		_, ds := s.waitStatus("evt_slow", claim.Completed, settle)
 		d := deliveryOf(t, ds, "slow")
 		require.Equal(t, 2, d.AttemptCount)
-		require.Equal(t, "timeout after 300ms", d.LastError, "the last failure stays on record")
+		require.Empty(t, d.LastError, "a completion clears it")
+		as, err := s.store.Attempts(t.Context(), provider, "evt_slow", false)
+		require.NoError(t, err)
+		require.Equal(t, "timeout after 300ms", *as["slow"][0].Error, "the history keeps the failure")
 		require.Len(t, s.down.callsFor(key("evt_slow", "slow")), 2)
 	})
 
