@@ -111,65 +111,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// claimsPageOf is one page of the claims list and the cursors of the pages
-// after and before it ("" when there is none).
-type claimsPageOf struct {
-	claims     []claimView
-	next, prev string
-}
-
-// listClaims reads one page of claims with their deliveries, and the
-// cursors of the next and previous pages. A page before the first that
-// would not be full is the first page.
-func (s *Server) listClaims(ctx context.Context, f claim.Search) (claimsPageOf, error) {
-	limit := f.Limit
-	f.Limit++ // one more, to know whether a next (or previous) page exists
-	claims, err := s.store.SearchClaims(ctx, f)
-	if err != nil {
-		return claimsPageOf{}, err
-	}
-	var pg claimsPageOf
-	if f.Newer != nil && len(claims) <= limit {
-		// Back at the start: the first page, as full as it can be.
-		f.Newer = nil
-		if claims, err = s.store.SearchClaims(ctx, f); err != nil {
-			return claimsPageOf{}, err
-		}
-	}
-	switch {
-	case f.Newer != nil: // a full page before, and more before it
-		claims = claims[1:]
-		pg.prev = encodePrevCursor(claims[0].Position())
-		pg.next = encodeCursor(claims[len(claims)-1].Position())
-	case len(claims) > limit:
-		claims = claims[:limit]
-		pg.next = encodeCursor(claims[limit-1].Position())
-	}
-	if f.After != nil && len(claims) > 0 {
-		pg.prev = encodePrevCursor(claims[0].Position())
-	}
-	views, err := s.claimViews(ctx, claims)
-	pg.claims = views
-	return pg, err
-}
-
-// claimViews reads the deliveries of claims, in one query.
-func (s *Server) claimViews(ctx context.Context, claims []claim.Record) ([]claimView, error) {
-	keys := make([]claim.EventKey, len(claims))
-	for i, c := range claims {
-		keys[i] = claim.EventKey{Provider: c.Provider, EventID: c.EventID}
-	}
-	ds, err := s.store.DeliveriesOf(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	views := make([]claimView, len(claims))
-	for i, c := range claims {
-		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
-	}
-	return views, nil
-}
-
 func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ principal) {
 	f, err := parseList(r.URL.Query())
 	if err != nil {

@@ -195,3 +195,117 @@ func bulkFlash(q url.Values) string {
 	}
 	return "Bulk retry: " + operator.Plural(reopened, "claim", "claims") + " reopened of " + strconv.Itoa(matched) + " matched."
 }
+
+// claimsPageOf is one page of the claims list and the cursors of the pages
+// after and before it ("" when there is none).
+type claimsPageOf struct {
+	claims     []claimView
+	next, prev string
+}
+
+// listClaims reads one page of claims with their deliveries, and the
+// cursors of the next and previous pages. A page before the first that
+// would not be full is the first page.
+func (s *Server) listClaims(ctx context.Context, f claim.Search) (claimsPageOf, error) {
+	limit := f.Limit
+	f.Limit++ // one more, to know whether a next (or previous) page exists
+	claims, err := s.store.SearchClaims(ctx, f)
+	if err != nil {
+		return claimsPageOf{}, err
+	}
+	var pg claimsPageOf
+	if f.Newer != nil && len(claims) <= limit {
+		// Back at the start: the first page, as full as it can be.
+		f.Newer = nil
+		if claims, err = s.store.SearchClaims(ctx, f); err != nil {
+			return claimsPageOf{}, err
+		}
+	}
+	switch {
+	case f.Newer != nil: // a full page before, and more before it
+		claims = claims[1:]
+		pg.prev = encodePrevCursor(claims[0].Position())
+		pg.next = encodeCursor(claims[len(claims)-1].Position())
+	case len(claims) > limit:
+		claims = claims[:limit]
+		pg.next = encodeCursor(claims[limit-1].Position())
+	}
+	if f.After != nil && len(claims) > 0 {
+		pg.prev = encodePrevCursor(claims[0].Position())
+	}
+	views, err := s.claimViews(ctx, claims)
+	pg.claims = views
+	return pg, err
+}
+
+// claimViews reads the deliveries of claims, in one query.
+func (s *Server) claimViews(ctx context.Context, claims []claim.Record) ([]claimView, error) {
+	keys := make([]claim.EventKey, len(claims))
+	for i, c := range claims {
+		keys[i] = claim.EventKey{Provider: c.Provider, EventID: c.EventID}
+	}
+	ds, err := s.store.DeliveriesOf(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]claimView, len(claims))
+	for i, c := range claims {
+		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
+	}
+	return views, nil
+}
+
+type claimsPage struct {
+	Statuses []string
+	Filter   map[string]string
+	Claims   []claimView
+	// First, Prev and Next are the links to those pages; "" where there
+	// is none (First: on the first page).
+	First, Prev, Next string
+	// Matched counts the claims the filters match, up to countBound.
+	Matched string
+	// BulkRetry is the bulk retry's link for these filters; "" where
+	// they do not allow one (a status other than failed).
+	BulkRetry string
+	Error     string
+}
+
+func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p principal) {
+	q := r.URL.Query()
+	// An empty field of the filter form means no filter.
+	for k, vs := range q {
+		if len(vs) == 1 && vs[0] == "" || k == "bulk_matched" || k == "bulk_reopened" {
+			q.Del(k)
+		}
+	}
+	d := claimsPage{Statuses: []string{"failed", "processing", "completed", "ignored"}, Filter: map[string]string{}}
+	for _, k := range filterKeys {
+		d.Filter[k] = q.Get(k)
+	}
+	f, err := parseList(q)
+	if err != nil {
+		var br *badRequest
+		if !errors.As(err, &br) {
+			s.pageError(w, r, &p, err, "")
+			return
+		}
+		d.Error = br.msg
+		s.render(w, http.StatusBadRequest, "claims", pageData{Title: "Claims", User: &p, Data: d})
+		return
+	}
+	pg, err := s.listClaims(r.Context(), f)
+	if err != nil {
+		s.pageError(w, r, &p, err, "")
+		return
+	}
+	if d.Matched, err = s.matched(r.Context(), f); err != nil {
+		s.pageError(w, r, &p, err, "")
+		return
+	}
+	d.Claims = pg.claims
+	d.First, d.Prev, d.Next = pageLinks(q, pg)
+	if p.Operator() && (f.Status == "" || f.Status == claim.Failed) {
+		d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
+	}
+	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
+}

@@ -265,61 +265,6 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, p princi
 	s.render(w, http.StatusOK, "overview", pageData{Title: "Overview", User: &p, Data: o})
 }
 
-type claimsPage struct {
-	Statuses []string
-	Filter   map[string]string
-	Claims   []claimView
-	// First, Prev and Next are the links to those pages; "" where there
-	// is none (First: on the first page).
-	First, Prev, Next string
-	// Matched counts the claims the filters match, up to countBound.
-	Matched string
-	// BulkRetry is the bulk retry's link for these filters; "" where
-	// they do not allow one (a status other than failed).
-	BulkRetry string
-	Error     string
-}
-
-func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p principal) {
-	q := r.URL.Query()
-	// An empty field of the filter form means no filter.
-	for k, vs := range q {
-		if len(vs) == 1 && vs[0] == "" || k == "bulk_matched" || k == "bulk_reopened" {
-			q.Del(k)
-		}
-	}
-	d := claimsPage{Statuses: []string{"failed", "processing", "completed", "ignored"}, Filter: map[string]string{}}
-	for _, k := range filterKeys {
-		d.Filter[k] = q.Get(k)
-	}
-	f, err := parseList(q)
-	if err != nil {
-		var br *badRequest
-		if !errors.As(err, &br) {
-			s.pageError(w, r, &p, err, "")
-			return
-		}
-		d.Error = br.msg
-		s.render(w, http.StatusBadRequest, "claims", pageData{Title: "Claims", User: &p, Data: d})
-		return
-	}
-	pg, err := s.listClaims(r.Context(), f)
-	if err != nil {
-		s.pageError(w, r, &p, err, "")
-		return
-	}
-	if d.Matched, err = s.matched(r.Context(), f); err != nil {
-		s.pageError(w, r, &p, err, "")
-		return
-	}
-	d.Claims = pg.claims
-	d.First, d.Prev, d.Next = pageLinks(q, pg)
-	if p.Operator() && (f.Status == "" || f.Status == claim.Failed) {
-		d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
-	}
-	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
-}
-
 type claimPage struct {
 	Claim   claimView
 	Payload string
