@@ -402,6 +402,8 @@ func TestListFilters(t *testing.T) {
 		{"type=a%20b", "type: must be printable ASCII"},
 		{"type=inv[oi]ce", "type: an event type, or a glob"},
 		{"event_id=" + strings.Repeat("e", 256), "event_id: must be a prefix, or a *substring*, of at most 255"},
+		{"event_id=" + url.QueryEscape("**"), "event_id: a prefix or a *substring* needs at least one character besides *"},
+		{"since=0h", "since: want a time ago such as 1h"},
 		{"event_id=a%00", "event_id: must be a prefix"},
 		{"business_key=" + strings.Repeat("k", 4097), "business_key: at most 4096"},
 		{"since=yesterday", "since: want a time ago such as 1h, 24h or 7d, or an RFC 3339 time"},
