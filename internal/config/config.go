@@ -281,6 +281,13 @@ type Route struct {
 	// Result is an optional jq program over the downstream's JSON answer
 	// to a 2xx; its first value (at most 1 KiB of JSON) is stored on the delivery.
 	Result string `yaml:"result"`
+	// Success is an optional jq program over {status, headers, body} of a
+	// 2xx answer: the attempt delivered only when it yields true. Anything
+	// else (false, null, an error) is retried like a 5xx. Empty: every 2xx
+	// delivers.
+	Success string `yaml:"success"`
+	// Breaker is the route's circuit breaker; on by default (see Breaker).
+	Breaker Breaker `yaml:"breaker"`
 	// After optionally names routes of the same provider that must complete
 	// before this one runs: its delivery waits, with no job, until the
 	// deliveries of all of them for the same event have completed. The
@@ -413,6 +420,7 @@ func (c *Config) setDefaults() {
 		r.Backoff.Max = cmp.Or(r.Backoff.Max, Duration(time.Hour))
 		r.Method = cmp.Or(r.Method, http.MethodPost)
 		r.IdempotencyHeader = cmp.Or(r.IdempotencyHeader, DefaultIdempotencyHeader)
+		r.Breaker.setDefaults()
 	}
 	c.defaultConcurrency()
 	c.Console.setDefaults()

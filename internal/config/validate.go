@@ -146,6 +146,7 @@ func (c *Config) Validate() error {
 			v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
 		}
 		v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
+		v.breaker(key+".breaker", r.Breaker)
 		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 		}

@@ -48,7 +48,7 @@ type Event struct {
 type Route struct {
 	config.Route
 
-	filter, body, result, path *program
+	filter, body, result, path, success *program
 	// header holds the static and secret headers, canonical names; the
 	// values of secret ones must never be logged.
 	header http.Header
@@ -83,6 +83,9 @@ func New(cfg *config.Config, secretHeaders map[string]map[string]string) (*Table
 		}
 		if r.path, err = compile(key+".path", c.Path, true); err != nil {
 			errs = append(errs, err)
+		}
+		if r.success, err = compile(key+".success", c.Success, false); err != nil {
+			errs = append(errs, fmt.Errorf("route %s: %w", c.Name, err))
 		}
 		for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
 			r.header.Set(name, c.Headers[name])
