@@ -180,6 +180,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
+		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(deliver.OldestQueuedDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.

@@ -122,6 +122,9 @@ type RouteState struct {
 	// Paused is whether the route's queue is paused, since PausedAt.
 	Paused   bool       `json:"paused"`
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// Breaker is the route's circuit breaker, which holds apart from a
+	// pause: a paused route stays paused whatever it says.
+	Breaker Breaker `json:"breaker"`
 }
 
 // Backlog is the route's jobs waiting to run.
@@ -170,7 +173,12 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 	}); err != nil {
 		return nil, fmt.Errorf("counting jobs by route: %w", err)
 	}
+	breakers, err := s.Breakers(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
 	for i := range states {
+		states[i].Breaker = breakers[states[i].Route]
 		// A queue not found: no worker has run it yet, and it was never paused.
 		pausedAt, _, err := s.river().QueueGetPausedAt(ctx, q, states[i].Queue)
 		if err != nil {

@@ -258,6 +258,19 @@ func (r riverTables) JobCountByRoute(ctx context.Context, routes []string, fn fu
 	return err
 }
 
+// JobWakeSnoozed makes the delivery jobs of queue that are snoozed
+// (scheduled for later, or available but not before a later time) available
+// now, as River's JobRetry does one job at a time, and returns how many.
+// Retries waiting out their backoff (retryable) are left alone.
+func (r riverTables) JobWakeSnoozed(ctx context.Context, queue string) (int, error) {
+	tag, err := r.db.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+WHERE queue = $1 AND kind = '`+DeliveryKind+`' AND state IN ('scheduled', 'available') AND scheduled_at > now()`, queue)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // QueueCreateOrSetUpdatedAt registers queue name, as a worker does when it
 // starts working it, unless it exists.
 func (r riverTables) QueueCreateOrSetUpdatedAt(ctx context.Context, name string) error {

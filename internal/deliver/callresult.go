@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +72,10 @@ type callResult struct {
 	// records results has none; it never changes the verdict.
 	result    []byte
 	resultErr error
+	// successErr is the route's success program's error, when it failed
+	// rather than yielding something other than true (logged, never
+	// stored: the reason is notSatisfied either way).
+	successErr error
 	// unsent: the request was never sent (its body program failed), so
 	// the run is not counted as an attempt.
 	unsent bool
@@ -130,10 +133,7 @@ func classifyStatus(code int) verdict {
 // first bytes of its body. retry is the route's retry_statuses: 4xx codes
 // it retries rather than rejects.
 func classifyResponse(code int, h http.Header, body []byte, now time.Time, retry ...int) callResult {
-	o := callResult{verdict: classifyStatus(code), status: code}
-	if o.verdict == rejected && slices.Contains(retry, code) {
-		o.verdict = retryable
-	}
+	o := callResult{verdict: judge(code, retry, true), status: code}
 	if o.verdict == delivered {
 		return o
 	}

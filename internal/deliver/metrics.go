@@ -25,9 +25,12 @@ const (
 	// runSkipped: the job ended without a call because its delivery was
 	// no longer processing or no longer exists.
 	runSkipped runResult = "skipped"
+	// runHeld: the route's circuit is open; the job waits, with no call
+	// and no attempt spent.
+	runHeld runResult = "held"
 )
 
-var runResults = []runResult{runCompleted, runRetry, runFailed, runSkipped}
+var runResults = []runResult{runCompleted, runRetry, runFailed, runSkipped, runHeld}
 
 // Metrics are the worker's delivery metrics. Labels are bounded: routes come
 // from the config (or from jobs enqueued under an older one), run results
@@ -45,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hookgate", Name: "deliveries_total",
-			Help: "Delivery job runs by route and outcome: completed, retry, failed or skipped.",
+			Help: "Delivery job runs by route and outcome: completed, retry, failed, skipped or held (by the route's open circuit).",
 		}, []string{"route", "outcome"}),
 		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "hookgate", Name: "attempt_duration_seconds",

@@ -148,6 +148,9 @@ type Worker struct {
 
 	// lines samples the "delivered" lines (see deliveredLinesPerSecond).
 	lines *logbudget.Budget
+
+	// breakers holds jobs back from routes whose circuit is open.
+	breakers *breakers
 }
 
 // callWait bounds how long a job waits for one of its route's call tokens
@@ -200,6 +203,7 @@ func NewWorker(o Options) (*Worker, error) {
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
 	}
+	w.breakers = newBreakers(o.DB, o.Config, w.logger, recordTimeout(o.Config))
 	for i, r := range o.Config.Routes {
 		var s *signer
 		if r.SigningSecretFile != "" {
@@ -314,12 +318,20 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	log := &jobLog{base: w.logger, lines: w.lines, now: w.now, attrs: []slog.Attr{slog.String("provider", k.Provider),
 		slog.String("event_id", k.EventID), slog.String("route", k.Route), slog.Int64("job_id", job.ID)}}
 
+	// The route's breaker first: a job it holds back is snoozed, which
+	// spends none of its attempts, before it takes a call token or loads.
+	gate, err := w.breakers.admit(ctx, job)
+	if err != nil {
+		w.metrics.countRun(k.Route, runHeld)
+		return err
+	}
+	defer w.breakers.release(ctx, gate)
+
 	// The call token is taken before the load, so that at most the route's
 	// concurrency of payloads are held waiting for their call, and given
 	// back as soon as the call returns, before the end is recorded.
 	release := func() {}
 	if tokens, ok := w.calls[k.Route]; ok {
-		var err error
 		if release, err = w.awaitCall(ctx, log, tokens); err != nil {
 			return err
 		}
@@ -366,6 +378,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if o.status != 0 {
 		log.with(slog.Int("status", o.status))
 	}
+	if o.successErr != nil {
+		log.with(slog.String("success_error", bound(o.successErr.Error())))
+	}
+	// A call cut short by the worker's stop says nothing of the route.
+	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled)
+	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted)
 
 	switch {
 	case o.verdict == delivered, o.verdict == rejected:
@@ -445,8 +463,8 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	}
 	defer resp.Body.Close()
 	var o callResult
-	if r.HasResult() && classifyStatus(resp.StatusCode) == delivered {
-		o = w.result(ctx, r, d, resp)
+	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode) == delivered {
+		o = w.answer(ctx, r, d, resp)
 	} else {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
@@ -458,12 +476,30 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 	return o
 }
 
-// result reads a delivered answer (up to resultBytes) for the route's
-// result program. A result that cannot be computed leaves the outcome
-// delivered, with resultErr saying why.
-func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) callResult {
+// answer reads a 2xx answer (up to resultBytes) for the route's success
+// and result programs. The success program decides whether the attempt
+// delivered (see judge); a result that cannot be computed leaves the
+// outcome delivered, with resultErr saying why.
+func (w *Worker) answer(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) callResult {
 	o := callResult{verdict: delivered, status: resp.StatusCode}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, resultBytes+1))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
+	o.response = responseText(w.redactHead(body[:min(len(body), snippetBytes)]))
+	if r.HasSuccess() {
+		ok := false
+		if err == nil {
+			ok, o.successErr = r.Succeeded(ctx, event(d), resp.StatusCode, resp.Header, body[:min(len(body), route.MaxSuccessBytes)])
+		} else {
+			o.successErr = fmt.Errorf("reading the response: %s", describe(err, r.Timeout.D()))
+		}
+		if o.verdict = judge(resp.StatusCode, r.RetryStatuses, ok); !o.verdict.delivers() {
+			o.reason = notSatisfied
+			return o
+		}
+	}
+	if !r.HasResult() {
+		return o
+	}
 	switch {
 	case err != nil:
 		o.resultErr = fmt.Errorf("result: reading the response: %s", describe(err, r.Timeout.D()))
@@ -472,6 +508,5 @@ func (w *Worker) result(ctx context.Context, r *route.Route, d claim.Delivery, r
 	default:
 		o.result, o.resultErr = r.Result(ctx, event(d), body)
 	}
-	o.response = responseText(w.redactHead(body[:min(len(body), snippetBytes)]))
 	return o
 }

@@ -1,0 +1,283 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BreakerState is where a route's circuit breaker stands.
+type BreakerState string
+
+// Breaker states.
+const (
+	// BreakerClosed: deliveries are sent; consecutive attempts that did not
+	// deliver are counted.
+	BreakerClosed BreakerState = "closed"
+	// BreakerOpen: nothing is sent until NextProbeAt.
+	BreakerOpen BreakerState = "open"
+	// BreakerHalfOpen: one delivery, the probe, is being sent; the others
+	// wait for its outcome.
+	BreakerHalfOpen BreakerState = "half_open"
+)
+
+// ActorBreaker is the audit actor of the breaker's own changes of state.
+const ActorBreaker = "breaker"
+
+// Audit actions of breakers.
+const (
+	ActionBreakerOpen     = "breaker_open"
+	ActionBreakerHalfOpen = "breaker_half_open"
+	ActionBreakerClose    = "breaker_close"
+)
+
+// Breaker is one route's circuit breaker, as stored in route_breakers.
+type Breaker struct {
+	State BreakerState `json:"state"`
+	// Since is when the state began; nil for a route whose breaker never
+	// counted a failure.
+	Since *time.Time `json:"since"`
+	// Failures counts the consecutive attempts that did not deliver.
+	Failures int `json:"failures"`
+	// NextProbeAt is when an open circuit lets one probe through; nil
+	// when closed.
+	NextProbeAt *time.Time `json:"next_probe_at"`
+	// CoolDown is the current wait between probes.
+	CoolDown time.Duration `json:"-"`
+	// ProbeUntil is the end of a half-open circuit's probe lease.
+	ProbeUntil *time.Time `json:"-"`
+	// Now is the database's time when the row was read.
+	Now time.Time `json:"-"`
+}
+
+// BreakerSettings are a route's breaker settings (config.Breaker).
+type BreakerSettings struct {
+	Failures              int
+	CoolDown, MaxCoolDown time.Duration
+}
+
+// BreakerEvent is what happened to a route that its breaker hears of.
+type BreakerEvent int
+
+// Breaker events.
+const (
+	// BreakerFailed: an attempt did not deliver (not a probe).
+	BreakerFailed BreakerEvent = iota + 1
+	// BreakerProbeFailed: the probe did not deliver.
+	BreakerProbeFailed
+	// BreakerProbeDelivered: the probe delivered.
+	BreakerProbeDelivered
+	// BreakerProbeReleased: the probe ended with no verdict on the route
+	// (nothing sent, or a rejection): another may probe at once.
+	BreakerProbeReleased
+	// BreakerClosedByHand: an operator closed the circuit.
+	BreakerClosedByHand
+)
+
+// Next is the pure transition of b on ev at the database's time now, with
+// the route's settings s: the state the row takes, and the audit action of
+// the change of state ("" when the state does not change).
+func (b Breaker) Next(ev BreakerEvent, s BreakerSettings, now time.Time) (Breaker, string) {
+	n := b
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	open := func(cd time.Duration) (Breaker, string) {
+		n.State, n.Since, n.CoolDown, n.NextProbeAt, n.ProbeUntil = BreakerOpen, &now, cd, at(cd), nil
+		return n, ActionBreakerOpen
+	}
+	closed := func() (Breaker, string) {
+		n.State, n.Since, n.Failures, n.CoolDown, n.NextProbeAt, n.ProbeUntil = BreakerClosed, &now, 0, 0, nil, nil
+		return n, ActionBreakerClose
+	}
+	switch ev {
+	case BreakerFailed:
+		if b.State != BreakerClosed {
+			return b, "" // sent before the circuit opened; already counted in
+		}
+		n.Failures++
+		if n.Since == nil {
+			n.Since = &now
+		}
+		if n.Failures >= s.Failures {
+			return open(s.CoolDown)
+		}
+		return n, ""
+	case BreakerProbeFailed:
+		if b.State != BreakerHalfOpen {
+			return b, ""
+		}
+		n.Failures++
+		return open(min(max(2*b.CoolDown, s.CoolDown), s.MaxCoolDown))
+	case BreakerProbeDelivered:
+		if b.State != BreakerHalfOpen {
+			return b, ""
+		}
+		return closed()
+	case BreakerProbeReleased:
+		if b.State == BreakerHalfOpen {
+			n.ProbeUntil = &now
+		}
+		return n, ""
+	case BreakerClosedByHand:
+		if b.State == BreakerClosed {
+			return b, ""
+		}
+		return closed()
+	}
+	return b, ""
+}
+
+// breakerColumns are a Breaker's stored columns, and the database's time.
+const breakerColumns = `state, since, failures, cool_down_ms, next_probe_at, probe_until, now()`
+
+func scanBreaker(row pgx.Row) (Breaker, error) {
+	var b Breaker
+	var ms int64
+	var since time.Time
+	err := row.Scan(&b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now)
+	b.Since, b.CoolDown = &since, time.Duration(ms)*time.Millisecond
+	return b, err
+}
+
+// Breakers returns the breakers of routes, by name; a route without a
+// row is closed, with no failures.
+func (s *Store) Breakers(ctx context.Context, routes []string) (map[string]Breaker, error) {
+	rows, err := s.db.Query(ctx, `SELECT route, `+breakerColumns+` FROM route_breakers WHERE route = ANY($1)`, routes)
+	if err != nil {
+		return nil, fmt.Errorf("reading breakers: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]Breaker, len(routes))
+	for _, r := range routes {
+		out[r] = Breaker{State: BreakerClosed}
+	}
+	for rows.Next() {
+		var route string
+		var b Breaker
+		var ms int64
+		var since time.Time
+		if err := rows.Scan(&route, &b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now); err != nil {
+			return nil, fmt.Errorf("reading breakers: %w", err)
+		}
+		b.Since, b.CoolDown = &since, time.Duration(ms)*time.Millisecond
+		out[route] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading breakers: %w", err)
+	}
+	return out, nil
+}
+
+// BreakerChange is a breaker's transition as BreakerApply made it.
+type BreakerChange struct {
+	Breaker
+	// Action is the audit action written; "" when the state did not change.
+	Action string
+}
+
+// BreakerApply applies ev to route's breaker in one transaction: the row
+// is locked (made first, closed, if the route has none), the transition
+// (Breaker.Next) computed at the database's time, the row written, and a
+// change of state audited under actor with detail. A change to closed
+// makes the route's waiting (snoozed) delivery jobs available at once,
+// so that they flow without waiting out their snooze.
+func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, actor string, detail map[string]any) (BreakerChange, error) {
+	var ch BreakerChange
+	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `INSERT INTO route_breakers (route) VALUES ($1) ON CONFLICT (route) DO NOTHING`, route); err != nil {
+			return err
+		}
+		b, err := scanBreaker(tx.db.QueryRow(ctx, `SELECT `+breakerColumns+` FROM route_breakers WHERE route = $1 FOR UPDATE`, route))
+		if err != nil {
+			return err
+		}
+		n, action := b.Next(ev, set, b.Now)
+		ch = BreakerChange{Breaker: n, Action: action}
+		if n.Failures == b.Failures && action == "" && timesEqual(n.ProbeUntil, b.ProbeUntil) {
+			return nil
+		}
+		if _, err := tx.db.Exec(ctx, `UPDATE route_breakers SET state = $2, since = $3, failures = $4, cool_down_ms = $5,
+    next_probe_at = $6, probe_until = $7 WHERE route = $1`,
+			route, n.State, *n.Since, n.Failures, n.CoolDown.Milliseconds(), n.NextProbeAt, n.ProbeUntil); err != nil {
+			return err
+		}
+		if action == "" {
+			return nil
+		}
+		if err := tx.audit(ctx, actor, action, route, n, detail); err != nil {
+			return err
+		}
+		if n.State == BreakerClosed {
+			_, err = tx.river().JobWakeSnoozed(ctx, Queue(route))
+		}
+		return err
+	})
+	if err != nil {
+		return BreakerChange{}, fmt.Errorf("updating the breaker of route %s: %w", route, err)
+	}
+	return ch, nil
+}
+
+// audit writes the audit row of a breaker's change of state.
+func (s *Store) audit(ctx context.Context, actor, action, route string, b Breaker, detail map[string]any) error {
+	d := map[string]any{"state": b.State, "failures": b.Failures}
+	if b.NextProbeAt != nil {
+		d["next_probe_at"] = b.NextProbeAt.UTC().Format(time.RFC3339Nano)
+		d["cool_down"] = b.CoolDown.String()
+	}
+	for k, v := range detail {
+		d[k] = v
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO audit_log (actor, action, target, detail) VALUES ($1, $2, $3, $4)`, actor, action, route, d)
+	return err
+}
+
+// BreakerProbe grants the probe of route's circuit when it is due: open
+// past its NextProbeAt, or half-open with an expired lease (its prober
+// died). The circuit is half-open, leased until lease from now, when
+// granted. One conditional UPDATE decides, so that among all replicas
+// exactly one delivery gets the probe. It returns the breaker as it is.
+func (s *Store) BreakerProbe(ctx context.Context, route string, lease time.Duration) (granted bool, b Breaker, err error) {
+	err = s.inTx(ctx, func(tx *Store) error {
+		b, err = scanBreaker(tx.db.QueryRow(ctx, `UPDATE route_breakers SET
+    since = CASE WHEN state = 'open' THEN now() ELSE since END,
+    state = 'half_open', probe_until = now() + make_interval(secs => $2)
+WHERE route = $1 AND (state = 'open' AND next_probe_at <= now() OR state = 'half_open' AND probe_until <= now())
+RETURNING `+breakerColumns, route, lease.Seconds()))
+		if errors.Is(err, pgx.ErrNoRows) {
+			got, rerr := tx.Breakers(ctx, []string{route})
+			b, err = got[route], rerr
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		granted = true
+		if !b.Since.Equal(b.Now) {
+			return nil // a lease taken over: no change of state
+		}
+		return tx.audit(ctx, ActorBreaker, ActionBreakerHalfOpen, route, b, nil)
+	})
+	if err != nil {
+		return false, Breaker{}, fmt.Errorf("probing the breaker of route %s: %w", route, err)
+	}
+	return granted, b, nil
+}
+
+// BreakerReset sets route's count of failures back to 0 after an attempt
+// that delivered, when the circuit is closed.
+func (s *Store) BreakerReset(ctx context.Context, route string) error {
+	if _, err := s.db.Exec(ctx, `UPDATE route_breakers SET failures = 0 WHERE route = $1 AND state = 'closed' AND failures > 0`, route); err != nil {
+		return fmt.Errorf("resetting the breaker of route %s: %w", route, err)
+	}
+	return nil
+}
+
+func timesEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}

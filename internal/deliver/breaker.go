@@ -1,0 +1,234 @@
+package deliver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+// breakerRefresh is how old this worker's copy of the routes' breakers may
+// grow before a job reads them again. Only a closed circuit is taken from
+// the copy (an open one is read afresh for each job it holds back), so a
+// circuit another replica opened costs this one at most the attempts it
+// starts in that time, and each of those learns the state from its own
+// failure's record.
+const breakerRefresh = time.Second
+
+// probeGrace is how long after a probe falls due a job on its last
+// attempt waits before it takes the probe itself: a job with attempts left
+// is preferred, so that a failed probe does not fail its delivery, but a
+// circuit whose waiting jobs are all on their last attempt still probes.
+const probeGrace = 2 * time.Second
+
+// minSnooze is the shortest wait of a job the breaker holds back.
+const minSnooze = 50 * time.Millisecond
+
+// breakers is the worker's side of the routes' circuit breakers, whose
+// state is in Postgres (claim.Store.BreakerApply), shared by every replica.
+// A job asks admit before its call and reports the call's verdict to
+// record; a job held back is snoozed, which spends none of its attempts.
+type breakers struct {
+	store    *claim.Store
+	settings map[string]claim.BreakerSettings // routes whose breaker is on
+	lease    map[string]time.Duration         // a probe's lease, per route
+	logger   *slog.Logger
+	timeout  time.Duration
+	now      func() time.Time
+
+	mu         sync.Mutex
+	known      map[string]claim.Breaker
+	readAt     time.Time
+	refreshing atomic.Bool
+}
+
+func newBreakers(db claim.DB, cfg *config.Config, logger *slog.Logger, timeout time.Duration) *breakers {
+	b := &breakers{store: claim.NewStore(db, nil, nil), settings: map[string]claim.BreakerSettings{},
+		lease: map[string]time.Duration{}, logger: logger, timeout: timeout, now: time.Now, known: map[string]claim.Breaker{}}
+	for _, r := range cfg.Routes {
+		if r.Breaker.On() {
+			b.settings[r.Name] = claim.BreakerSettings{Failures: r.Breaker.Failures,
+				CoolDown: r.Breaker.CoolDown.D(), MaxCoolDown: r.Breaker.MaxCoolDown.D()}
+			// A run's longest: its timeout, the grace and its end.
+			b.lease[r.Name] = jobTimeout(cfg, r.Timeout.D()) + 2*timeout
+		}
+	}
+	return b
+}
+
+// gate is one job's passage through its route's breaker.
+type gate struct {
+	route string
+	probe bool // this job is the half-open circuit's one probe
+	done  bool
+}
+
+// admit lets job's call through its route's breaker, or returns the
+// snooze that puts the job back until the circuit may let it through.
+// A nil gate means the route has no breaker.
+func (b *breakers) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]) (*gate, error) {
+	route := job.Args.Route
+	if _, on := b.settings[route]; !on {
+		return nil, nil
+	}
+	if st := b.cached(ctx, route); st.State == claim.BreakerClosed {
+		return &gate{route: route}, nil
+	}
+	st, err := b.read(ctx, route)
+	if err != nil {
+		return nil, river.JobSnooze(breakerRefresh)
+	}
+	now := b.now()
+	due := func() (time.Time, bool) {
+		switch st.State {
+		case claim.BreakerOpen:
+			return *st.NextProbeAt, !now.Before(*st.NextProbeAt)
+		case claim.BreakerHalfOpen:
+			return *st.ProbeUntil, !now.Before(*st.ProbeUntil)
+		}
+		return now, true
+	}
+	at, ok := due()
+	switch {
+	case st.State == claim.BreakerClosed:
+		return &gate{route: route}, nil
+	case !ok:
+		return nil, snoozeUntil(at, now)
+	case job.Attempt >= job.MaxAttempts && now.Before(at.Add(probeGrace)):
+		return nil, snoozeUntil(at.Add(probeGrace), now)
+	}
+	granted, st, err := b.store.BreakerProbe(ctx, route, b.lease[route])
+	if err != nil {
+		b.logger.Warn("could not ask for the breaker's probe; the job waits", slog.String("route", route), slog.String("error", err.Error()))
+		return nil, river.JobSnooze(breakerRefresh)
+	}
+	b.put(route, st)
+	switch {
+	case granted:
+		b.logger.Info("circuit half-open: sending one delivery as its probe", slog.String("route", route), slog.Int64("job_id", job.ID))
+		return &gate{route: route, probe: true}, nil
+	case st.State == claim.BreakerClosed:
+		return &gate{route: route}, nil
+	}
+	at, _ = due()
+	return nil, snoozeUntil(at, now)
+}
+
+// snoozeUntil is the snooze of a job held back until at.
+func snoozeUntil(at, now time.Time) error { return river.JobSnooze(max(at.Sub(now), minSnooze)) }
+
+// record reports the verdict of g's call to the route's breaker; sent
+// says whether a request went out. It is called once per gate (later calls
+// do nothing); a probe whose job ends without a verdict is released by
+// release, so that another job may probe at once.
+func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool) {
+	if g == nil || g.done {
+		return
+	}
+	g.done = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
+	defer cancel()
+	var ev claim.BreakerEvent
+	switch {
+	case g.probe && (!sent || v.permanent()):
+		ev = claim.BreakerProbeReleased
+	case g.probe && v.delivers():
+		ev = claim.BreakerProbeDelivered
+	case g.probe:
+		ev = claim.BreakerProbeFailed
+	case sent && v.breakerFailure():
+		ev = claim.BreakerFailed
+	case sent && v.delivers():
+		b.reset(ctx, g.route)
+		return
+	default:
+		return
+	}
+	ch, err := b.store.BreakerApply(ctx, g.route, ev, b.settings[g.route], claim.ActorBreaker, nil)
+	if err != nil {
+		b.logger.Warn("could not record an attempt with the route's breaker", slog.String("route", g.route), slog.String("error", err.Error()))
+		return
+	}
+	b.put(g.route, ch.Breaker)
+	switch ch.Action {
+	case claim.ActionBreakerOpen:
+		b.logger.Warn("circuit open: nothing is sent to the route until its probe", slog.String("route", g.route),
+			slog.Int("failures", ch.Failures), slog.Duration("cool_down", ch.CoolDown))
+	case claim.ActionBreakerClose:
+		b.logger.Info("circuit closed: the probe delivered; waiting deliveries flow", slog.String("route", g.route))
+	}
+}
+
+// release frees the probe of a job that ends without a call.
+func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false) }
+
+// reset sets the route's count of failures back after a delivery, when
+// this worker knows of any (the healthy route writes nothing).
+func (b *breakers) reset(ctx context.Context, route string) {
+	b.mu.Lock()
+	st := b.known[route]
+	b.mu.Unlock()
+	if st.Failures == 0 {
+		return
+	}
+	if err := b.store.BreakerReset(ctx, route); err != nil {
+		b.logger.Warn("could not reset the route's breaker", slog.String("route", route), slog.String("error", err.Error()))
+		return
+	}
+	b.mu.Lock()
+	if k := b.known[route]; k.State == claim.BreakerClosed {
+		k.Failures = 0
+		b.known[route] = k
+	}
+	b.mu.Unlock()
+}
+
+// cached returns this worker's copy of route's breaker, read again first
+// when it is older than breakerRefresh (by one job; the others use the
+// copy meanwhile).
+func (b *breakers) cached(ctx context.Context, route string) claim.Breaker {
+	b.mu.Lock()
+	stale := b.now().Sub(b.readAt) > breakerRefresh
+	st, ok := b.known[route]
+	b.mu.Unlock()
+	if (stale || !ok) && b.refreshing.CompareAndSwap(false, true) {
+		defer b.refreshing.Store(false)
+		routes := make([]string, 0, len(b.settings))
+		for r := range b.settings {
+			routes = append(routes, r)
+		}
+		all, err := b.store.Breakers(ctx, routes)
+		if err == nil {
+			b.mu.Lock()
+			b.known, b.readAt = all, b.now()
+			st = all[route]
+			b.mu.Unlock()
+		}
+	}
+	if st.State == "" {
+		st.State = claim.BreakerClosed
+	}
+	return st
+}
+
+// read returns route's breaker as stored now.
+func (b *breakers) read(ctx context.Context, route string) (claim.Breaker, error) {
+	all, err := b.store.Breakers(ctx, []string{route})
+	if err != nil {
+		return claim.Breaker{}, err
+	}
+	b.put(route, all[route])
+	return all[route], nil
+}
+
+func (b *breakers) put(route string, st claim.Breaker) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.known[route] = st
+}
