@@ -127,6 +127,9 @@ routes:
     url: http://shipments.internal/hooks/stripe
 `
 
+// defaultBreaker is a route's breaker when the file says nothing of it.
+var defaultBreaker = Breaker{Failures: 10, CoolDown: Duration(30 * time.Second), MaxCoolDown: Duration(10 * time.Minute)}
+
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
 
@@ -172,6 +175,7 @@ func TestParseDefaults(t *testing.T) {
 
 			Method:            "POST",
 			IdempotencyHeader: "Idempotency-Key",
+			Breaker:           defaultBreaker,
 		}},
 	}, c)
 }
@@ -284,6 +288,8 @@ routes:
     idempotency_header: X-Idempotency-Key
     body: '{total: .order.total}'
     result: .id
+    success: '.body.ok == true'
+    breaker: { failures: 3, cool_down: 5s, max_cool_down: 1m }
     tls: { ca_file: /etc/ca.pem, cert_file: /etc/client.pem, key_file: /etc/client-key.pem }
 `))
 	require.NoError(t, err)
@@ -329,6 +335,8 @@ routes:
 			Headers:           map[string]string{"Accept": "application/json"},
 			SecretHeaders:     map[string]string{"Authorization": "ACME_ORDERS_AUTHORIZATION"},
 			IdempotencyHeader: "X-Idempotency-Key",
+			Success:           ".body.ok == true",
+			Breaker:           Breaker{Failures: 3, CoolDown: Duration(5 * time.Second), MaxCoolDown: Duration(time.Minute)},
 			Body:              "{total: .order.total}",
 			Result:            ".id",
 			TLS:               TLS{CAFile: "/etc/ca.pem", CertFile: "/etc/client.pem", KeyFile: "/etc/client-key.pem"},
@@ -551,6 +559,7 @@ func TestExampleFile(t *testing.T) {
 
 			Method:            "POST",
 			IdempotencyHeader: "Idempotency-Key",
+			Breaker:           defaultBreaker,
 		}, demo)
 
 		ship, ok := c.Route("ship-order")
