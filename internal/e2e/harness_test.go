@@ -475,11 +475,16 @@ type downstream struct {
 	behave   map[string]behaviour
 	isSigned map[string]bool
 	replies  map[string]string // a route's answer body to a 2xx
+	bodies   map[string]bodied // a route's whole answer, body included
 }
+
+// bodied answers the n-th call with the same key (from 1) with a status,
+// a Content-Type and a body.
+type bodied func(n int) (code int, contentType, body string)
 
 func newDownstream(t *testing.T) *downstream {
 	d := &downstream{t: t, done: map[string]bool{}, effects: map[string]int{}, behave: map[string]behaviour{}, isSigned: map[string]bool{},
-		replies: map[string]string{}}
+		replies: map[string]string{}, bodies: map[string]bodied{}}
 	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
 	t.Cleanup(d.Close)
 	return d
@@ -496,6 +501,15 @@ func (d *downstream) reply(route, body string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.replies[route] = body
+}
+
+// answer makes route answer with a from now on, body and all. A 2xx
+// answered so is an effect only when the body says {"ok":true}, as a
+// workflow whose last node reports its success.
+func (d *downstream) answer(route string, a bodied) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bodies[route] = a
 }
 
 // set makes route answer with b from now on; routes answer 200 by default.
@@ -525,8 +539,21 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 			n++
 		}
 	}
-	b, reply := d.behave[c.route], d.replies[c.route]
+	b, reply, whole := d.behave[c.route], d.replies[c.route], d.bodies[c.route]
 	d.mu.Unlock()
+
+	if whole != nil {
+		code, ct, text := whole(n)
+		if code >= 200 && code <= 299 && text == `{"ok":true}` {
+			d.effect(c.key)
+		}
+		if ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, text)
+		return
+	}
 
 	code := http.StatusOK
 	if b != nil {
