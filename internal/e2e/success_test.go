@@ -47,7 +47,6 @@ func TestSuccessPredicate(t *testing.T) {
 		_, ds := s.waitStatus("evt_starting", claim.Completed, settle)
 		d := deliveryOf(t, ds, "starting")
 		require.Equal(t, 3, d.AttemptCount)
-		require.Empty(t, d.LastError)
 		k := key("evt_starting", "starting")
 		require.Equal(t, []string{"1", "2", "3"}, s.down.attempts(k))
 		h := history("evt_starting", "starting")
