@@ -108,13 +108,13 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		return writeJSONLines(env.Stdout, views)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tSTATE\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
-	for _, v := range views {
+	fmt.Fprintln(tw, "ROUTE\tSTATE\tBREAKER\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
+	for i, v := range views {
 		state := "active"
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, v.Concurrency,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, db.cfg.Routes[i].Breaker.On()), v.Concurrency,
 			v.Processing, v.Waiting, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
 	}
 	return tw.Flush()
@@ -180,4 +180,18 @@ func statusList(codes []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// breakerCell is a route's breaker as the table shows it: off, closed
+// (with the failures counted), open until its next probe, or half_open.
+func breakerCell(b claim.Breaker, on bool) string {
+	switch {
+	case !on:
+		return "off"
+	case b.State == claim.BreakerOpen && b.NextProbeAt != nil:
+		return "open (probe at " + stamp(b.NextProbeAt) + ")"
+	case b.State == claim.BreakerClosed && b.Failures > 0:
+		return fmt.Sprintf("closed (%d failed)", b.Failures)
+	}
+	return string(b.State)
 }
