@@ -318,25 +318,27 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	log := &jobLog{base: w.logger, lines: w.lines, now: w.now, attrs: []slog.Attr{slog.String("provider", k.Provider),
 		slog.String("event_id", k.EventID), slog.String("route", k.Route), slog.Int64("job_id", job.ID)}}
 
-	// The route's breaker first: a job it holds back is snoozed, which
-	// spends none of its attempts, before it takes a call token or loads.
+	// The call token is taken before the load, so that at most the route's
+	// concurrency of payloads are held waiting for their call, and given
+	// back as soon as the call returns, before the end is recorded.
+	release := func() {}
+	if tokens, ok := w.calls[k.Route]; ok {
+		var err error
+		if release, err = w.awaitCall(ctx, log, tokens); err != nil {
+			return err
+		}
+		defer release()
+	}
+
+	// Then the route's breaker, asked with the token held so that no call
+	// of this process starts on a circuit seen closed before it opened: a
+	// job it holds back is snoozed, which spends none of its attempts.
 	gate, err := w.breakers.admit(ctx, job)
 	if err != nil {
 		w.metrics.countRun(k.Route, runHeld)
 		return err
 	}
 	defer w.breakers.release(ctx, gate)
-
-	// The call token is taken before the load, so that at most the route's
-	// concurrency of payloads are held waiting for their call, and given
-	// back as soon as the call returns, before the end is recorded.
-	release := func() {}
-	if tokens, ok := w.calls[k.Route]; ok {
-		if release, err = w.awaitCall(ctx, log, tokens); err != nil {
-			return err
-		}
-		defer release()
-	}
 
 	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
