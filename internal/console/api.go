@@ -70,6 +70,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/routes", s.api(false, s.handleRoutes))
 	mux.HandleFunc("POST /api/v1/routes/{name}/pause", s.api(true, s.handlePause(true)))
 	mux.HandleFunc("POST /api/v1/routes/{name}/resume", s.api(true, s.handlePause(false)))
+	mux.HandleFunc("POST /api/v1/routes/{name}/breaker/close", s.api(true, s.handleBreakerClose))
 	mux.HandleFunc("GET /api/v1/stats", s.api(false, s.handleStats))
 	mux.HandleFunc("GET /api/v1/audit", s.api(false, s.handleAudit))
 	mux.HandleFunc("/api/v1/", s.api(false, func(w http.ResponseWriter, _ *http.Request, _ principal) {
@@ -250,6 +251,14 @@ type routeView struct {
 	Destination string   `json:"-"`
 	Method      string   `json:"-"`
 	Events      []string `json:"-"`
+	// BreakerOn is whether the route has a circuit breaker (breaker: off
+	// turns it off).
+	BreakerOn bool `json:"breaker_on"`
+}
+
+// BreakerOpen reports whether the route's circuit is open or half-open.
+func (v routeView) BreakerOpen() bool {
+	return v.BreakerOn && v.Breaker.State != claim.BreakerClosed && v.Breaker.State != ""
 }
 
 func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
@@ -261,7 +270,8 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 	for i, st := range states {
 		rc := s.cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.Backlog(),
-			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events}
+			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events,
+			BreakerOn: rc.Breaker.On()}
 	}
 	return views, nil
 }
@@ -293,6 +303,17 @@ func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"route": name, "paused": false, "was_paused": was})
 	}
+}
+
+// handleBreakerClose closes a route's circuit breaker by hand.
+func (s *Server) handleBreakerClose(w http.ResponseWriter, r *http.Request, p principal) {
+	name := r.PathValue("name")
+	was, err := s.actions.CloseBreaker(r.Context(), p.Name, name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"route": name, "breaker": claim.BreakerClosed, "was_open": was})
 }
 
 // parseAudit reads an audit listing's limit and cursor.

@@ -140,6 +140,7 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/routes/{name}/pause", s.page(true, s.handlePauseConfirmPage))
 	mux.HandleFunc("POST /console/routes/{name}/pause", s.page(true, s.handlePausePage(true)))
 	mux.HandleFunc("POST /console/routes/{name}/resume", s.page(true, s.handlePausePage(false)))
+	mux.HandleFunc("POST /console/routes/{name}/breaker/close", s.page(true, s.handleBreakerClosePage))
 	mux.HandleFunc("GET /console/audit", s.page(false, s.handleAuditPage))
 	mux.HandleFunc("/console/", s.page(false, func(w http.ResponseWriter, r *http.Request, p principal) {
 		s.render(w, http.StatusNotFound, "error", pageData{Title: "Not found", User: &p, Data: errorPage{"No such page.", "/console/"}})
@@ -246,9 +247,11 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, p princi
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	// Paused routes first, then failing ones (open circuits belong first
-	// of all, once routes have a breaker).
+	// Open circuits first, then paused routes, then failing ones.
 	slices.SortStableFunc(o.Routes, func(a, b routeView) int {
+		if ao, bo := a.BreakerOpen(), b.BreakerOpen(); ao != bo {
+			return map[bool]int{true: -1, false: 1}[ao]
+		}
 		if a.Paused != b.Paused {
 			return map[bool]int{true: -1, false: 1}[a.Paused]
 		}
@@ -428,6 +431,14 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 		}
 		http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
 	}
+}
+
+func (s *Server) handleBreakerClosePage(w http.ResponseWriter, r *http.Request, p principal) {
+	if _, err := s.actions.CloseBreaker(r.Context(), p.Name, r.PathValue("name")); err != nil {
+		s.pageError(w, r, &p, err, "/console/routes")
+		return
+	}
+	http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
 }
 
 func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, p principal) {

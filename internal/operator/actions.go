@@ -231,6 +231,36 @@ func (a *Actions) ResumeRoute(ctx context.Context, actor, name string) (wasPause
 		map[string]any{"was_paused": wasPaused})
 }
 
+// CloseBreaker closes a configured route's circuit breaker by hand, on
+// every worker (its state is in Postgres), and makes the route's waiting
+// deliveries available at once. It is audited under actor in the same
+// transaction, also when the circuit was already closed; it reports
+// whether it was open or half-open.
+func (a *Actions) CloseBreaker(ctx context.Context, actor, name string) (wasOpen bool, err error) {
+	if err := a.checkRoute(name); err != nil {
+		return false, err
+	}
+	err = a.Store.Transact(ctx, func(tx *claim.Store) error {
+		ch, err := tx.BreakerApply(ctx, name, claim.BreakerClosedByHand, claim.BreakerSettings{}, actor,
+			map[string]any{"was_open": true})
+		if err != nil {
+			return err
+		}
+		if wasOpen = ch.Action != ""; wasOpen {
+			return nil
+		}
+		return Record(ctx, tx.Tx(), nil, actor, claim.ActionBreakerClose, name, map[string]any{"was_open": false})
+	})
+	if err != nil {
+		return false, err
+	}
+	if a.Logger != nil {
+		a.Logger.Info("audit", slog.String("actor", actor), slog.String("action", claim.ActionBreakerClose),
+			slog.String("target", name), slog.Bool("was_open", wasOpen))
+	}
+	return wasOpen, nil
+}
+
 // Plural is n and the word for it: "1 delivery", "2 deliveries".
 func Plural(n int, one, many string) string {
 	if n == 1 {

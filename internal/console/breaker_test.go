@@ -1,0 +1,129 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
+)
+
+// openBreaker opens route's circuit as the worker would, after failures.
+func openBreaker(t *testing.T, e *env, route string) {
+	t.Helper()
+	set := claim.BreakerSettings{Failures: 1, CoolDown: time.Hour, MaxCoolDown: time.Hour}
+	ch, err := e.store.BreakerApply(t.Context(), route, claim.BreakerFailed, set, claim.ActorBreaker, nil)
+	require.NoError(t, err)
+	require.Equal(t, claim.BreakerOpen, ch.State)
+}
+
+type breakerView struct {
+	State       string     `json:"state"`
+	Since       *time.Time `json:"since"`
+	Failures    int        `json:"failures"`
+	NextProbeAt *time.Time `json:"next_probe_at"`
+}
+
+// TestBreakerInTheAPI: GET /api/v1/routes shows each route's breaker;
+// POST /api/v1/routes/{name}/breaker/close is for operators, closes it
+// and is audited under the operator's name.
+func TestBreakerInTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	routes := func() map[string]breakerView {
+		t.Helper()
+		var got struct {
+			Routes []struct {
+				Route     string      `json:"route"`
+				Breaker   breakerView `json:"breaker"`
+				BreakerOn bool        `json:"breaker_on"`
+			} `json:"routes"`
+		}
+		status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/routes", nil, &got)
+		require.Equal(t, http.StatusOK, status, body)
+		out := map[string]breakerView{}
+		for _, r := range got.Routes {
+			require.True(t, r.BreakerOn)
+			out[r.Route] = r.Breaker
+		}
+		return out
+	}
+	require.Equal(t, breakerView{State: "closed"}, routes()["ship"])
+
+	openBreaker(t, e, "ship")
+	b := routes()["ship"]
+	require.Equal(t, "open", b.State)
+	require.Equal(t, 1, b.Failures)
+	require.NotNil(t, b.Since)
+	require.NotNil(t, b.NextProbeAt)
+	require.WithinDuration(t, b.Since.Add(time.Hour), *b.NextProbeAt, time.Second)
+	require.Equal(t, "closed", routes()["mail"].State)
+
+	status, _ := e.call(t, ciBot, http.MethodPost, "/api/v1/routes/ship/breaker/close", nil, nil)
+	require.Equal(t, http.StatusForbidden, status, "a viewer cannot close it")
+	status, _ = e.call(t, deploy, http.MethodPost, "/api/v1/routes/nope/breaker/close", nil, nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "open", routes()["ship"].State)
+
+	var res struct {
+		Route   string `json:"route"`
+		Breaker string `json:"breaker"`
+		WasOpen bool   `json:"was_open"`
+	}
+	status, body := e.call(t, deploy, http.MethodPost, "/api/v1/routes/ship/breaker/close", nil, &res)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, "ship", res.Route)
+	require.True(t, res.WasOpen)
+	require.Equal(t, "closed", routes()["ship"].State)
+	status, _ = e.call(t, deploy, http.MethodPost, "/api/v1/routes/ship/breaker/close", nil, &res)
+	require.Equal(t, http.StatusOK, status)
+	require.False(t, res.WasOpen)
+
+	rows, err := e.db.Pool.Query(t.Context(), `SELECT actor, action, coalesce(detail->>'was_open', '') FROM audit_log WHERE target = 'ship' ORDER BY id`)
+	require.NoError(t, err)
+	var got []string
+	for rows.Next() {
+		var actor, action, was string
+		require.NoError(t, rows.Scan(&actor, &action, &was))
+		got = append(got, actor+" "+action+" "+was)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"breaker breaker_open ", "deploy-bot breaker_close true", "deploy-bot breaker_close false"}, got)
+}
+
+// TestBreakerInTheConsole: the routes page has a breaker cell and, for an
+// operator, a button that closes an open circuit; the overview names
+// routes whose circuit is open first; a route with breaker: off says so.
+func TestBreakerInTheConsole(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, nil, func(c *config.Config) { c.Routes[0].Breaker = config.Breaker{Off: true} }, nil)
+	openBreaker(t, e, "mail")
+	b := browser(t, e)
+	b.signIn(t, "alice", secrets["T_ALICE"])
+
+	_, body := b.do(t, http.MethodGet, "/console/routes", nil)
+	require.Regexp(t, `<td>ship</td>\s*<td class="route-state">active</td>\s*<td class="route-breaker">off</td>`, body)
+	require.Regexp(t, `<td>mail</td>\s*<td class="route-state">active</td>\s*<td class="route-breaker">open, probe at \d{4}-`, body)
+	require.Contains(t, body, `id="close-breaker-mail"`)
+	require.NotContains(t, body, `id="close-breaker-ship"`)
+
+	_, body = b.do(t, http.MethodGet, "/console/", nil)
+	mail, ship := strings.Index(body, `route=mail"`), strings.Index(body, `route=ship"`)
+	require.True(t, mail > 0 && ship > 0, body)
+	require.Less(t, mail, ship, "the open circuit is named first")
+
+	resp, _ := b.do(t, http.MethodPost, "/console/routes/mail/breaker/close", url.Values{})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, body = b.do(t, http.MethodGet, "/console/routes", nil)
+	require.Regexp(t, `<td>mail</td>\s*<td class="route-state">active</td>\s*<td class="route-breaker">closed</td>`, body)
+
+	viewer := browser(t, e)
+	viewer.signIn(t, "bob", secrets["T_BOB"])
+	resp, _ = viewer.do(t, http.MethodPost, "/console/routes/mail/breaker/close", url.Values{})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
