@@ -30,7 +30,9 @@ func TestSuccessPredicate(t *testing.T) {
 		}
 		return http.StatusOK, "application/json", `{"ok":true}`
 	})
-	s.down.answer("notok", func(int) (int, string, string) { return http.StatusOK, "application/json", `{"ok":false,"secret":"do-not-store"}` })
+	s.down.answer("notok", func(int) (int, string, string) {
+		return http.StatusOK, "application/json", `{"ok":false,"secret":"do-not-store"}`
+	})
 	s.down.answer("plain", func(int) (int, string, string) { return http.StatusOK, "application/json", `{"ok":false}` })
 	ingest, _ := s.ingest(), s.worker()
 	for _, typ := range []string{"starting", "notok", "plain"} {
