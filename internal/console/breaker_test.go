@@ -127,3 +127,47 @@ func TestBreakerInTheConsole(t *testing.T) {
 	resp, _ = viewer.do(t, http.MethodPost, "/console/routes/mail/breaker/close", url.Values{})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// TestPauseAndBreakerStayApart: pausing and resuming a route with an open
+// circuit leaves the circuit open, and closing the circuit leaves a paused
+// route paused.
+func TestPauseAndBreakerStayApart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	openBreaker(t, e, "ship")
+	state := func() (paused bool, breaker string) {
+		t.Helper()
+		var got struct {
+			Routes []struct {
+				Route   string      `json:"route"`
+				Paused  bool        `json:"paused"`
+				Breaker breakerView `json:"breaker"`
+			} `json:"routes"`
+		}
+		status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/routes", nil, &got)
+		require.Equal(t, http.StatusOK, status, body)
+		for _, r := range got.Routes {
+			if r.Route == "ship" {
+				return r.Paused, r.Breaker.State
+			}
+		}
+		t.Fatal("no route ship")
+		return false, ""
+	}
+	for _, step := range []struct {
+		path   string
+		paused bool
+		state  string
+	}{
+		{"/api/v1/routes/ship/pause", true, "open"},
+		{"/api/v1/routes/ship/resume", false, "open"},
+		{"/api/v1/routes/ship/pause", true, "open"},
+		{"/api/v1/routes/ship/breaker/close", true, "closed"},
+	} {
+		status, body := e.call(t, deploy, http.MethodPost, step.path, nil, nil)
+		require.Equal(t, http.StatusOK, status, body)
+		paused, breaker := state()
+		require.Equal(t, step.paused, paused, step.path)
+		require.Equal(t, step.state, breaker, step.path)
+	}
+}
