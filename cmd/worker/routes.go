@@ -63,6 +63,9 @@ type routeView struct {
 	Backlog     int `json:"backlog"`
 	// RetryStatuses are the 4xx codes the route retries; empty, never null, when none.
 	RetryStatuses []int `json:"retry_statuses"`
+	// BreakerOn is whether the route has a circuit breaker (breaker: off
+	// turns it off).
+	BreakerOn bool `json:"breaker_on"`
 }
 
 // routesListCommand is `worker routes list`.
@@ -102,7 +105,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	for i, st := range states {
 		r := db.cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.Backlog(),
-			RetryStatuses: append([]int{}, r.RetryStatuses...)}
+			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
 	}
 	if asJSON {
 		return writeJSONLines(env.Stdout, views)
