@@ -486,11 +486,18 @@ func n8nCheckConfig(guide []byte, ingestAddr, workerAddr, apiURL, n8nBase string
 	}
 	var b strings.Builder
 	b.WriteString(s)
-	route := func(name, event, path string, timeout string, attempts int, retry404 bool) {
+	route := func(name, event, path string, timeout string, attempts int, retry404 bool, extra ...string) {
 		fmt.Fprintf(&b, "  - name: %s\n    provider: stripe\n    events: [%q]\n    url: %s/webhook/%s\n    timeout: %s\n    max_attempts: %d\n    backoff: {initial: 1s, max: 2s}\n",
 			name, event, n8nBase, path, timeout, attempts)
 		if retry404 {
 			b.WriteString("    retry_statuses: [404]\n")
+		}
+		// Each check route shows what happens to each delivery on its
+		// own, so its circuit breaker is off: an n8n stopped for the
+		// restart scenarios would open it.
+		b.WriteString("    breaker: off\n")
+		for _, e := range extra {
+			b.WriteString("    " + e + "\n")
 		}
 	}
 	b.WriteString("\n  # The check's routes.\n")
@@ -502,8 +509,14 @@ func n8nCheckConfig(guide []byte, ingestAddr, workerAddr, apiURL, n8nBase string
 	route("check-restart", "check.restart", "hg-restart", "30s", 40, true)
 	route("check-restart-plain", "check.restart", "hg-restart-plain", "30s", 40, false)
 	route("check-restart-paused", "check.restart-paused", "hg-restart-paused", "30s", 40, true)
+	// docs/n8n.md's recommended setting.
+	route("check-restart-success", "check.restart", "hg-restart-success", "30s", 40, true, n8nSuccess)
+	route("check-respond-success", "check.respond-success", "hg-respond-success", "30s", 10, true, n8nSuccess)
 	return []byte(b.String()), nil
 }
+
+// n8nSuccess is the success setting docs/n8n.md recommends.
+const n8nSuccess = `success: '.body.ok == true'`
 
 // n8nProc is n8n, started and stopped by the check.
 type n8nProc struct {

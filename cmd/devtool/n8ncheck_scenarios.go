@@ -68,7 +68,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case key == "":
 		code = http.StatusBadRequest
-	case path == "effect/hg-failing" && n <= 2, path == "effect/hg-respond-node":
+	case path == "effect/hg-failing" && n <= 2, path == "effect/hg-respond-success" && n <= 2, path == "effect/hg-respond-node":
 		code = http.StatusInternalServerError
 	case path == "v1/shipments" && n == 1:
 		code = http.StatusServiceUnavailable
@@ -102,7 +102,7 @@ const (
 // request that performs its effect.
 func firstSuccess(path string) int {
 	switch {
-	case path == "effect/hg-failing":
+	case path == "effect/hg-failing", path == "effect/hg-respond-success":
 		return 3
 	case path == "v1/shipments":
 		return 2
@@ -185,7 +185,7 @@ func (c *n8nChecker) nodeVersion() string {
 func (c *n8nChecker) run(ctx context.Context) []n8nRow {
 	var rows []n8nRow
 	for _, s := range []func(context.Context) ([]n8nRow, error){
-		c.duplicates, c.failing, c.respondNode, c.slow, c.restart, c.workedExample,
+		c.duplicates, c.failing, c.respondNode, c.respondSuccess, c.slow, c.restart, c.workedExample,
 	} {
 		got, err := s(ctx)
 		if err != nil {
@@ -402,6 +402,32 @@ func (c *n8nChecker) respondNode(ctx context.Context) ([]n8nRow, error) {
 	}}, nil
 }
 
+// respondSuccess is the pitfall above with docs/n8n.md's setting: the
+// Respond to Webhook node answers {"ok": true} and the route's success
+// reads it, so the empty 200 of the two failed executions is retried.
+func (c *n8nChecker) respondSuccess(ctx context.Context) ([]n8nRow, error) {
+	const id = "evt_check_respond_success"
+	if _, _, err := c.send(ctx, id, "check.respond-success", map[string]any{"id": "obj_respond_success"}); err != nil {
+		return nil, err
+	}
+	_, ds, err := c.settled(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := c.executions(ctx, wfID("hg-respond-success"))
+	if err != nil {
+		return nil, err
+	}
+	d := ds["check-respond-success"]
+	calls, effects := c.rec.stats("effect/hg-respond-success")
+	return []n8nRow{{
+		scenario:   "the same, with the node answering `{\"ok\": true}` and `success: '.body.ok == true'`, the API failing twice",
+		hookgate:   fmt.Sprintf("%s after %d attempts: the empty 200s did not satisfy success", d.Status, d.AttemptCount),
+		executions: describeExecutions(ex), effects: fmt.Sprintf("%d (of %d calls, one key)", effects, calls),
+		verdict: okIf(d.Status == claim.DeliveryCompleted && d.AttemptCount == 3 && ex["error"] == 2 && ex["success"] == 1 && effects == 1),
+	}}, nil
+}
+
 func (c *n8nChecker) slow(ctx context.Context) ([]n8nRow, error) {
 	const id = "evt_check_slow"
 	if _, _, err := c.send(ctx, id, "check.slow", map[string]any{"id": "obj_slow"}); err != nil {
@@ -588,12 +614,22 @@ func (c *n8nChecker) restart(ctx context.Context) ([]n8nRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	success, err := c.restartOutcome(ctx, ids, "check-restart-success", "hg-restart-success")
+	if err != nil {
+		return nil, err
+	}
 	rows := []n8nRow{
 		{
 			scenario:   fmt.Sprintf("n8n stopped, %d events sent, n8n started (it %s), `retry_statuses: [404]`", events, st),
 			hookgate:   with.String(),
 			executions: describeExecutions(with.executions), effects: with.effectsText(),
 			verdict: okIf(with.onceEachButStartingUp(events)),
+		},
+		{
+			scenario:   "the same events, on a route with `retry_statuses: [404]` and `success: '.body.ok == true'` (not paused)",
+			hookgate:   success.String(),
+			executions: describeExecutions(success.executions), effects: success.effectsText(),
+			verdict: okIf(success.onceEach(events)),
 		},
 		{
 			scenario:   "the same events, on a route without `retry_statuses`",

@@ -49,6 +49,11 @@ func TestN8nCheckConfig(t *testing.T) {
 			require.True(t, paths[strings.TrimPrefix(u.Path, "/webhook/")], "route %s has a workflow", r.Name)
 		}
 	}
+	for _, name := range []string{"check-restart-success", "check-respond-success"} {
+		r, ok := c.Route(name)
+		require.True(t, ok, name)
+		require.Equal(t, ".body.ok == true", r.Success, "%s has docs/n8n.md's success setting", name)
+	}
 	plain, _ := c.Route("check-restart-plain")
 	require.Empty(t, plain.RetryStatuses, "the comparison route shows what a restart does without them")
 
@@ -97,6 +102,11 @@ func TestN8nWorkflowsJSON(t *testing.T) {
 		}
 		require.Equal(t, w.respond == "responseNode", slices.Contains(types, "n8n-nodes-base.respondToWebhook"), w.path)
 		require.Equal(t, w.waitSeconds > 0, slices.Contains(types, "n8n-nodes-base.wait"), w.path)
+		for _, n := range wf.Nodes {
+			if n.Type == "n8n-nodes-base.respondToWebhook" && w.respondBody != "" {
+				require.Equal(t, w.respondBody, n.Parameters["responseBody"], w.path)
+			}
+		}
 	}
 
 	cred, err := n8nCredentialsJSON("X-Hookgate-Token", "tok")
@@ -180,11 +190,13 @@ func TestRecorder(t *testing.T) {
 	require.Equal(t, []string{"k1×2"}, rec.repeated("effect/hg-duplicates"))
 	require.Equal(t, http.StatusBadRequest, post("effect/hg-duplicates", "X-Other", "k3", ""), "no key, no effect")
 
-	for _, want := range []int{500, 500, 200, 200} {
-		require.Equal(t, want, post("effect/hg-failing", "Idempotency-Key", "k", ""))
+	for _, path := range []string{"effect/hg-failing", "effect/hg-respond-success"} {
+		for _, want := range []int{500, 500, 200, 200} {
+			require.Equal(t, want, post(path, "Idempotency-Key", "k", ""), path)
+		}
+		_, effects = rec.stats(path)
+		require.Equal(t, 1, effects, path)
 	}
-	_, effects = rec.stats("effect/hg-failing")
-	require.Equal(t, 1, effects)
 
 	require.Equal(t, http.StatusUnauthorized, post("v1/shipments", "X-Idempotency-Key", "s", "Bearer wrong"))
 	require.Equal(t, http.StatusServiceUnavailable, post("v1/shipments", "X-Idempotency-Key", "s", "Bearer sk"))

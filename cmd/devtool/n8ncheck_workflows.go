@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 )
@@ -39,6 +40,9 @@ type checkWorkflow struct {
 	noCall bool
 	// saveNothing keeps n8n from saving its executions (the probe's polls).
 	saveNothing bool
+	// respondBody is what a Respond to Webhook node answers; {"done": true}
+	// when empty.
+	respondBody string
 }
 
 // checkWorkflows are the check's workflows. Each but the probe calls the
@@ -53,6 +57,11 @@ func checkWorkflows() []checkWorkflow {
 		{id: "hgcheckrsta00001", name: "hookgate check: restart, retry_statuses [404]", path: "hg-restart", respond: "lastNode"},
 		{id: "hgcheckrstp00001", name: "hookgate check: restart, no retry_statuses", path: "hg-restart-plain", respond: "lastNode"},
 		{id: "hgcheckrstz00001", name: "hookgate check: planned restart, route paused", path: "hg-restart-paused", respond: "lastNode"},
+		// docs/n8n.md's recommended setting: the last node answers the
+		// API's {"ok": true}, and the route's success reads it.
+		{id: "hgcheckrsts00001", name: "hookgate check: restart, success .body.ok", path: "hg-restart-success", respond: "lastNode"},
+		{id: "hgcheckreso00001", name: "hookgate check: Respond to Webhook {ok: true} after a call that fails twice", path: "hg-respond-success",
+			respond: "responseNode", respondBody: `{"ok": true}`},
 		{id: "hgcheckpaid00001", name: "hookgate check: checkout paid (docs/n8n.md)", path: "checkout-paid", respond: "lastNode", headerAuth: true},
 		// Last: n8n activates workflows in this order, so once the probe
 		// answers, every other webhook is registered too.
@@ -126,7 +135,7 @@ func n8nWorkflowsJSON(workflows []checkWorkflow, effectURL string) ([]byte, erro
 			nodes = append(nodes, map[string]any{
 				"id": uuidFor(wi, 3), "name": "Respond to Webhook", "type": "n8n-nodes-base.respondToWebhook",
 				"typeVersion": respondVersion, "position": []int{750, 0},
-				"parameters": map[string]any{"respondWith": "json", "responseBody": `{"done": true}`, "options": map[string]any{}},
+				"parameters": map[string]any{"respondWith": "json", "responseBody": cmp.Or(w.respondBody, `{"done": true}`), "options": map[string]any{}},
 			})
 			link(prev, "Respond to Webhook")
 		}
