@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sink is an instant downstream on loopback. It notes when each event
+// sink is an instant downstream on loopback. A path ending in /ok is
+// answered {"ok":true} as JSON; any other, an empty 200. It notes when each event
 // (Hookgate-Event-Id) first arrived and how often each Idempotency-Key came,
 // so that a benchmark can wait for a drain in memory rather than by polling
 // the database it is measuring.
@@ -34,6 +36,12 @@ func newSink(b *testing.B) *sink {
 			s.first[id] = now
 		}
 		s.keys[r.Header.Get("Idempotency-Key")]++
+		if strings.HasSuffix(r.URL.Path, "/ok") {
+			// A downstream that reports its success in the body, as a
+			// route's success program reads it.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":true}`)
+		}
 	}))
 	b.Cleanup(s.Close)
 	return s
