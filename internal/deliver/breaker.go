@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -53,8 +54,10 @@ func newBreakers(db claim.DB, cfg *config.Config, logger *slog.Logger, timeout t
 		lease: map[string]time.Duration{}, logger: logger, timeout: timeout, now: time.Now, known: map[string]claim.Breaker{}}
 	for _, r := range cfg.Routes {
 		if r.Breaker.On() {
-			b.settings[r.Name] = claim.BreakerSettings{Failures: r.Breaker.Failures,
-				CoolDown: r.Breaker.CoolDown.D(), MaxCoolDown: r.Breaker.MaxCoolDown.D()}
+			// Config.Parse sets these defaults; a Config built in code may not.
+			coolDown := cmp.Or(r.Breaker.CoolDown.D(), config.DefaultBreakerCoolDown)
+			b.settings[r.Name] = claim.BreakerSettings{Failures: cmp.Or(r.Breaker.Failures, config.DefaultBreakerFailures),
+				CoolDown: coolDown, MaxCoolDown: cmp.Or(r.Breaker.MaxCoolDown.D(), max(config.DefaultBreakerMaxCoolDown, coolDown))}
 			// A run's longest: its timeout, the grace and its end.
 			b.lease[r.Name] = jobTimeout(cfg, r.Timeout.D()) + 2*timeout
 		}
@@ -86,13 +89,14 @@ func (b *breakers) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]
 	}
 	now := b.now()
 	due := func() (time.Time, bool) {
-		switch st.State {
-		case claim.BreakerOpen:
-			return *st.NextProbeAt, !now.Before(*st.NextProbeAt)
-		case claim.BreakerHalfOpen:
-			return *st.ProbeUntil, !now.Before(*st.ProbeUntil)
+		at := st.NextProbeAt
+		if st.State == claim.BreakerHalfOpen {
+			at = st.ProbeUntil
 		}
-		return now, true
+		if at == nil {
+			return now, true
+		}
+		return *at, !now.Before(*at)
 	}
 	at, ok := due()
 	switch {

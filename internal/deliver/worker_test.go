@@ -610,3 +610,52 @@ func TestAttemptHistoryKeepsTheRequestAndTheAnswersHeaders(t *testing.T) {
 	require.Equal(t, 1, *a.RunAttempt)
 	require.Equal(t, 3, *a.RunMax)
 }
+
+// TestBreakerHoldsJobsBack runs jobs of a route whose circuit is open: a
+// job is snoozed without a call while the cool-down runs (River gives its
+// attempt back), a job on its last attempt leaves the due probe to one
+// with attempts left, and a job with attempts left takes it, and its
+// delivery closes the circuit.
+func TestBreakerHoldsJobsBack(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, status(http.StatusOK))
+	b.cfg.Routes[0].Breaker = config.Breaker{Failures: 1, CoolDown: config.Duration(time.Hour), MaxCoolDown: config.Duration(time.Hour)}
+	b.claimed(t, "evt_a", "ship")
+	ch, err := b.store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: 300 * time.Millisecond,
+		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+	require.NoError(t, err)
+	require.Equal(t, claim.BreakerOpen, ch.State)
+
+	run := func(attempt int) *rivertest.WorkResult {
+		t.Helper()
+		tx, err := b.db.Pool.Begin(t.Context())
+		require.NoError(t, err)
+		defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
+		w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
+		require.NoError(t, err)
+		defer w.Close()
+		job := b.job(t, tx, "evt_a", "ship")
+		job.Attempt = attempt - 1 // River adds one as it fetches the job
+		res, err := work(t, tx, w, job)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(t.Context()))
+		return res
+	}
+	res := run(1)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "held back while open")
+	require.Empty(t, b.down.received(), "nothing sent while open")
+
+	bs, err := b.store.Breakers(t.Context(), []string{"ship"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return time.Now().After(*bs["ship"].NextProbeAt) }, 5*time.Second, 10*time.Millisecond)
+	res = run(3)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "a last attempt leaves the probe to others at first")
+	require.Empty(t, b.down.received())
+
+	res = run(1)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the probe is sent and delivers")
+	require.Len(t, b.down.received(), 1)
+	bs, err = b.store.Breakers(t.Context(), []string{"ship"})
+	require.NoError(t, err)
+	require.Equal(t, claim.BreakerClosed, bs["ship"].State)
+}
