@@ -659,3 +659,25 @@ func TestBreakerHoldsJobsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerClosed, bs["ship"].State)
 }
+
+// TestBreakerOffSendsWhateverTheRow: a route with breaker: off is sent to
+// even when its row says open (left from before it was turned off).
+func TestBreakerOffSendsWhateverTheRow(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, status(http.StatusOK))
+	b.cfg.Routes[0].Breaker = config.Breaker{Off: true}
+	b.claimed(t, "evt_off", "ship")
+	_, err := b.store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: time.Hour,
+		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+	require.NoError(t, err)
+	tx, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background()) //nolint:errcheck // rolled back
+	w, err := deliver.NewWorker(deliver.Options{Config: b.cfg, DB: tx})
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	res, err := work(t, tx, w, b.job(t, tx, "evt_off", "ship"))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	require.Len(t, b.down.received(), 1)
+}
