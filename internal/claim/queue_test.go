@@ -169,10 +169,11 @@ func TestRouteStates(t *testing.T) {
 
 	states, err := b.store.RouteStates(ctx, queues, []string{"ship", "mail", "ledger"})
 	require.NoError(t, err)
+	closed := claim.Breaker{State: claim.BreakerClosed} // no failure counted yet
 	require.Equal(t, []claim.RouteState{
-		{Route: "ship", Queue: "route-ship", Processing: 3, Failed: 1, Available: 2, Running: 1},
-		{Route: "mail", Queue: "route-mail", Processing: 2, Available: 1, Retryable: 1},
-		{Route: "ledger", Queue: "route-ledger"},
+		{Route: "ship", Queue: "route-ship", Processing: 3, Failed: 1, Available: 2, Running: 1, Breaker: closed},
+		{Route: "mail", Queue: "route-mail", Processing: 2, Available: 1, Retryable: 1, Breaker: closed},
+		{Route: "ledger", Queue: "route-ledger", Breaker: closed},
 	}, states)
 	require.Equal(t, 2, states[0].Backlog())
 	require.Equal(t, 2, states[1].Backlog())
