@@ -206,7 +206,7 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 		if action == "" {
 			return nil
 		}
-		if err := tx.audit(ctx, actor, action, route, n, detail); err != nil {
+		if err := tx.auditBreaker(ctx, actor, action, route, n, detail); err != nil {
 			return err
 		}
 		if n.State == BreakerClosed {
@@ -220,8 +220,8 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 	return ch, nil
 }
 
-// audit writes the audit row of a breaker's change of state.
-func (s *Store) audit(ctx context.Context, actor, action, route string, b Breaker, detail map[string]any) error {
+// auditBreaker writes the audit row of a breaker's change of state.
+func (s *Store) auditBreaker(ctx context.Context, actor, action, route string, b Breaker, detail map[string]any) error {
 	d := map[string]any{"state": b.State, "failures": b.Failures}
 	if b.NextProbeAt != nil {
 		d["next_probe_at"] = b.NextProbeAt.UTC().Format(time.RFC3339Nano)
@@ -258,7 +258,7 @@ RETURNING `+breakerColumns, route, lease.Seconds()))
 		if !b.Since.Equal(b.Now) {
 			return nil // a lease taken over: no change of state
 		}
-		return tx.audit(ctx, ActorBreaker, ActionBreakerHalfOpen, route, b, nil)
+		return tx.auditBreaker(ctx, ActorBreaker, ActionBreakerHalfOpen, route, b, nil)
 	})
 	if err != nil {
 		return false, Breaker{}, fmt.Errorf("probing the breaker of route %s: %w", route, err)
