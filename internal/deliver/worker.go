@@ -369,6 +369,11 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
 	o := w.callers.run(func() callResult { return w.call(ctx, r, d, attempt) })
+	// The breaker hears of the call before the token goes back, so that the
+	// next call of this process sees the circuit a failure opened. A
+	// delivery on a route with no failure counted writes nothing here.
+	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled) // says nothing of the route
+	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted)
 	release()
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
@@ -383,9 +388,6 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	if o.successErr != nil {
 		log.with(slog.String("success_error", bound(o.successErr.Error())))
 	}
-	// A call cut short by the worker's stop says nothing of the route.
-	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled)
-	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted)
 
 	switch {
 	case o.verdict == delivered, o.verdict == rejected:
