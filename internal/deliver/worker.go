@@ -81,7 +81,8 @@ type Options struct {
 // Worker is the River worker of claim.DeliveryArgs jobs. One job run is at
 // most one downstream call. Its outcome is recorded like this:
 //
-//   - 2xx: the delivery is completed and the job's row deleted in one
+//   - 2xx (that the route's success program, if any, accepts; see
+//     judge): the delivery is completed and the job's row deleted in one
 //     transaction (see completer), so a crash can never leave one
 //     without the other.
 //   - a rejection (4xx other than 408, 409, 425, 429; a redirect), or a
@@ -95,6 +96,9 @@ type Options struct {
 //   - a call cut short because the worker is stopping: the attempt is
 //     recorded as interrupted and the job goes back to the queue without
 //     using one of its attempts.
+//
+// A job of a route whose circuit breaker is open is snoozed before its
+// call (see breakers): nothing is sent and River gives its attempt back.
 //
 // A job whose delivery is no longer processing (completed by a run whose job
 // was then rescued, or settled by an operator) ends without a call.
