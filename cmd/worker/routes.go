@@ -20,15 +20,17 @@ import (
 
 const routesUsage = `worker routes list [--json]
        worker routes pause NAME
-       worker routes resume NAME`
+       worker routes resume NAME
+       worker routes close-breaker NAME`
 
-// routesCommands are `worker routes`: each route's backlog and state, and
+// routesCommands are `worker routes`: each route's backlog and state,
 // pausing and resuming one route across every worker through River's queue
-// pause. They need DATABASE_URL and the config file, but no secrets.
+// pause, and closing a route's circuit breaker by hand. They need DATABASE_URL and the config file, but no secrets.
 var routesCommands = []subcommand{
 	{"list", func(c cli.Common, e cli.Env) runner { return &routesListCommand{c, e} }},
 	{"pause", func(c cli.Common, e cli.Env) runner { return &routesPauseCommand{c, e, true} }},
 	{"resume", func(c cli.Common, e cli.Env) runner { return &routesPauseCommand{c, e, false} }},
+	{"close-breaker", func(c cli.Common, e cli.Env) runner { return &routesCloseBreakerCommand{c, e} }},
 }
 
 // routesDB is what a routes command works with.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -90,10 +91,25 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "route ship was not paused\n", routes("resume", "ship"))
 	require.Regexp(t, `(?m)^ship\s+active\s`, routes("list"))
 
+	// Closing the circuit by hand: open, it closes; closed, nothing changes.
+	_, err = store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: time.Hour,
+		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^ship\s+active\s+open \(probe at \S+\)\s`, routes("list"))
+	require.Equal(t, "closed the circuit of route ship: workers send its waiting deliveries again\n", routes("close-breaker", "ship"))
+	require.Regexp(t, `(?m)^ship\s+active\s+closed\s`, routes("list"))
+	require.Equal(t, "the circuit of route ship was closed already\n", routes("close-breaker", "ship"))
+
 	// Each action is audited under the OS user who ran it; listing is not.
 	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
 	require.NoError(t, err)
-	require.Len(t, entries, 3)
+	require.Len(t, entries, 6)
+	require.Equal(t, claim.ActorBreaker, entries[2].Actor, "the breaker's own opening")
+	for i, want := range []string{claim.ActionBreakerClose, claim.ActionBreakerClose} {
+		require.Equal(t, want, entries[i].Action)
+		require.Equal(t, operator.CLIActor(), entries[i].Actor)
+	}
+	entries = entries[3:]
 	for i, want := range []string{operator.ActionResume, operator.ActionResume, operator.ActionPause} {
 		require.Equal(t, want, entries[i].Action)
 		require.Equal(t, operator.CLIActor(), entries[i].Actor)
