@@ -158,8 +158,8 @@ func TestRoutesErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"NoCommand", nil, "routes needs a command: list, pause or resume"},
-		{"UnknownCommand", []string{"drain"}, `unknown routes command "drain": want list, pause or resume`},
+		{"NoCommand", nil, "routes needs a command: list, pause, resume or close-breaker"},
+		{"UnknownCommand", []string{"drain"}, `unknown routes command "drain": want list, pause, resume or close-breaker`},
 		{"PauseUnknownRoute", []string{"pause", "shipp"}, `no route "shipp" in the configuration (routes: ship)`},
 		{"ResumeUnknownRoute", []string{"resume", "mail"}, `no route "mail" in the configuration (routes: ship)`},
 		{"PauseNeedsName", []string{"pause"}, "routes pause takes one route NAME"},
