@@ -160,11 +160,13 @@ func TestBreakerOutage(t *testing.T) {
 	// failures, then one probe per cool-down at most.
 	probes := int(lasted/time.Second) + 1
 	require.LessOrEqual(t, requests, 5+probes, "requests during the outage")
-	require.GreaterOrEqual(t, requests, 5+2)
+	// The failures and the first probe at least; the second probe's
+	// request may come after the recovery (it is granted before it is sent).
+	require.GreaterOrEqual(t, requests, 5+1)
 	s.requireAllDeliveredOnce(ids, settle)
 	require.Equal(t, claim.BreakerClosed, s.breakerOf("down").State)
 	require.Equal(t, 1, s.audited(claim.ActionBreakerClose, "down"))
-	require.GreaterOrEqual(t, s.audited(claim.ActionBreakerOpen, "down"), 3, "opened, then again after each failed probe")
+	require.GreaterOrEqual(t, s.audited(claim.ActionBreakerOpen, "down"), 2, "opened, then again after the failed first probe")
 	require.Greater(t, metric(t, worker, "hookgate_deliveries_total", `outcome="held",route="down"`), 0.0)
 	require.Eventually(t, func() bool { return metric(t, worker, "hookgate_route_breaker_open", `route="down"`) == 0 }, settle, 50*time.Millisecond)
 }
