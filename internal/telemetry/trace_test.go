@@ -56,9 +56,13 @@ func TestOneTraceFromProviderToDownstream(t *testing.T) {
 	tracing := &telemetry.Tracing{Provider: tp, Propagator: propagation.TraceContext{}}
 
 	got := make(chan http.Header, 1)
+	// jobMeta reads the running job's metadata while the downstream has the
+	// call: a delivery's end deletes the job's row.
+	var jobMeta func(eventID string) string
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Clone()
 		h.Set("X-Test-Method", r.Method)
+		h.Set("X-Test-Job-Metadata", jobMeta(r.Header.Get("Hookgate-Event-Id")))
 		got <- h
 	}))
 	t.Cleanup(down.Close)
@@ -82,6 +86,14 @@ routes:
 	require.NoError(t, err)
 	logger := slog.New(slog.DiscardHandler)
 	db := dbtest.NewDB(t)
+	jobMeta = func(eventID string) string {
+		var meta string
+		if err := db.Pool.QueryRow(context.Background(), `SELECT metadata::text FROM river_job WHERE args ->> 'event_id' = $1`,
+			eventID).Scan(&meta); err != nil {
+			return "reading the job: " + err.Error()
+		}
+		return meta
+	}
 
 	// Ingest, as cmd/ingest wires it.
 	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: logger})
@@ -188,8 +200,8 @@ routes:
 	want := "00-" + ours.String() + "-" + downstream.SpanContext.SpanID().String() + "-01"
 	require.Equal(t, want, h.Get("traceparent"), "the downstream sees the downstream request's span as its parent")
 	require.Empty(t, h.Values("tracestate"), "the provider's tracestate is not forwarded")
-	var meta string
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT metadata::text FROM river_job`).Scan(&meta))
+	meta := h.Get("X-Test-Job-Metadata")
+	require.Contains(t, meta, "traceparent", "the running job's metadata was read")
 	require.NotContains(t, meta, "provider-secret-state", "nor kept in the job")
 
 	// River's own span of the job run, linked from the attempt.
