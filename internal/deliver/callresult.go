@@ -50,9 +50,6 @@ func (v verdict) String() string {
 // maxReasonLen bounds last_error. A reason is one line of printable text.
 const maxReasonLen = 500
 
-// maxSnippetLen bounds the part of a response body quoted in a reason.
-const maxSnippetLen = 120
-
 // maxRetryAfter bounds a parsed Retry-After before it is capped by the
 // route's backoff.max, so that absurd values cannot overflow a Duration.
 const maxRetryAfter = 365 * 24 * time.Hour
@@ -129,10 +126,14 @@ func classifyStatus(code int) verdict {
 	}
 }
 
-// classifyResponse classifies a response from its status, headers and the
-// first bytes of its body. retry is the route's retry_statuses: 4xx codes
-// it retries rather than rejects.
-func classifyResponse(code int, h http.Header, body []byte, now time.Time, retry ...int) callResult {
+// classifyResponse classifies a response from its status and headers.
+// retry is the route's retry_statuses: 4xx codes it retries rather than
+// rejects. The reason is the status line (and, for a redirect, that it was
+// not followed), never text from the body: viewers read reasons in
+// last_error and the attempts' error, and a downstream may echo what it
+// was sent. The body's first bytes go to the attempt's response, which
+// only operators read.
+func classifyResponse(code int, h http.Header, now time.Time, retry ...int) callResult {
 	o := callResult{verdict: judge(code, retry, true), status: code}
 	if o.verdict == delivered {
 		return o
@@ -143,9 +144,6 @@ func classifyResponse(code int, h http.Header, body []byte, now time.Time, retry
 	}
 	if code >= 300 && code <= 399 {
 		reason = "redirected (" + reason + "); redirects are not followed"
-	}
-	if s := snippet(body); s != "" {
-		reason += ": " + s
 	}
 	o.reason = bound(reason)
 	if o.verdict == retryable {
@@ -226,24 +224,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return min(max(t.Sub(now), 0), maxRetryAfter)
 	}
 	return 0
-}
-
-// snippet returns the first line of a response body, cleaned and cut to
-// maxSnippetLen, so that a downstream's short error message ("missing field
-// order_id") reaches the operator. Bodies that are not text give nothing.
-func snippet(body []byte) string {
-	if i := strings.IndexAny(string(body), "\r\n"); i >= 0 {
-		body = body[:i]
-	}
-	// The read may have cut a multi-byte character short; drop the stub.
-	for len(body) > 0 && !utf8.Valid(body) {
-		body = body[:len(body)-1]
-	}
-	s := strings.TrimSpace(sanitize.Line(string(body)))
-	if s == "" {
-		return ""
-	}
-	return sanitize.Cut(s, maxSnippetLen)
 }
 
 // bound cleans s and cuts it to maxReasonLen bytes.

@@ -42,7 +42,7 @@ func TestJudge(t *testing.T) {
 			require.Equal(t, v == retryable, v.breakerFailure(), "the breaker counts exactly the retried attempts")
 			require.Equal(t, v == rejected, v.permanent())
 			if tt.succeeded && tt.code != 0 {
-				require.Equal(t, v, classifyResponse(tt.code, http.Header{}, nil, time.Now(), retry...).verdict, "classifyResponse agrees")
+				require.Equal(t, v, classifyResponse(tt.code, http.Header{}, time.Now(), retry...).verdict, "classifyResponse agrees")
 			}
 		})
 	}

@@ -2,11 +2,9 @@ package deliver
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +21,7 @@ func requireNoTrace(t *testing.T, s, secret string) {
 	}
 }
 
-func TestReasonRedactsEchoedSecrets(t *testing.T) {
+func TestHeadRedactsEchoedSecrets(t *testing.T) {
 	t.Parallel()
 	secret := "Bearer " + echoedToken
 	w := &Worker{redact: redactorOf(Options{SecretHeaders: map[string]map[string]string{"ship": {"Authorization": secret}}})}
@@ -39,15 +37,6 @@ func TestReasonRedactsEchoedSecrets(t *testing.T) {
 	for name, form := range forms {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// The secret at every offset around the snippet's cut, and
-			// around the end of what is read of the body.
-			for lead := maxSnippetLen - len(form) - 12; lead <= maxSnippetLen+4; lead++ {
-				body := "invalid credentials " + strings.Repeat("x", max(lead, 0)) + form + " more text"
-				o := classifyResponse(http.StatusUnauthorized, http.Header{}, w.redactHead([]byte(body)), time.Now())
-				w.redactResult(&o)
-				require.True(t, strings.HasPrefix(o.reason, "HTTP 401 Unauthorized: invalid credentials"), o.reason)
-				requireNoTrace(t, o.reason, echoedToken)
-			}
 			for cut := 1; cut < len(form); cut++ {
 				head := []byte(strings.Repeat("x", snippetBytes-cut) + form)[:snippetBytes]
 				require.Equal(t, strings.Repeat("x", snippetBytes-cut)+sanitize.Redacted, string(w.redactHead(head)), "cut %d", cut)

@@ -36,8 +36,8 @@ func attemptGrace(cfg *config.Config) time.Duration { return cfg.Worker.EndBound
 // (see newCompleter): with the grace, the end bound. 10s by default.
 func recordTimeout(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() * 2 / 5 }
 
-// Body bytes read from a response: a short prefix to quote in a failure
-// reason, then up to drainBytes more so the connection can be reused.
+// Body bytes read from a response: a short prefix for the attempt's
+// response, then up to drainBytes more so the connection can be reused.
 const (
 	snippetBytes = 4 << 10
 	drainBytes   = 64 << 10
@@ -477,7 +477,7 @@ func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, att
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 		head = w.redactHead(head)
-		o = classifyResponse(resp.StatusCode, resp.Header, head, w.now(), r.RetryStatuses...)
+		o = classifyResponse(resp.StatusCode, resp.Header, w.now(), r.RetryStatuses...)
 		o.response = responseText(head)
 	}
 	o.request, o.responseHeaders = sent, w.answerHeaders(resp.Header)

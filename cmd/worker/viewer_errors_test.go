@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// A downstream that answers a failure with what it was sent (a card
+// number) leaves that text only in the attempt's response, which operators
+// read: a delivery's last_error and the attempts' error carry the status
+// line alone, for viewers and operators, in the API, the console's pages
+// and `claims show`.
+func TestViewersReadNoDownstreamText(t *testing.T) {
+	t.Parallel()
+	const card = "4242424242424242"
+	db := dbtest.NewDB(t)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, "card %s declined\nmore", card)
+	}))
+	t.Cleanup(down.Close)
+	cfg := writeConfig(t, down.URL)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`console:
+  users:
+    - name: alice
+      role: operator
+      password_env: T_ALICE
+    - name: bob
+      role: viewer
+      password_env: T_BOB
+`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	env := workerEnv(db, cfg)
+	env["T_BOB"] = "bob-password-0002"
+	addr, logs := startWorker(t, env)
+	base := "http://" + addr
+
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
+	require.NoError(t, err)
+	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
+		[]string{"ship"}, true)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
+		require.NoError(c, err)
+		require.Equal(c, claim.Failed, cl.Status)
+	}, 30*time.Second, 20*time.Millisecond, "not failed:\n%s", logs)
+
+	var lastError, attemptError, response string
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT d.last_error, a.error, a.response
+FROM webhook_deliveries d JOIN webhook_attempts a USING (provider, event_id, route)
+WHERE d.event_id = 'evt_1'`).Scan(&lastError, &attemptError, &response))
+	require.Equal(t, "HTTP 422 Unprocessable Entity", lastError, "the status line, no body text")
+	require.Equal(t, "HTTP 422 Unprocessable Entity", attemptError)
+	require.Contains(t, response, card, "the body stays in the attempt's response")
+
+	apiGet := func(user, pass, path string) string {
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth(user, pass)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		return string(b)
+	}
+	pageGet := func(user, pass, path string) string {
+		jar, err := cookiejar.New(nil)
+		require.NoError(t, err)
+		c := &http.Client{Jar: jar}
+		resp, err := c.PostForm(base+"/console/sign-in", url.Values{"name": {user}, "password": {pass}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		resp, err = c.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		return string(b)
+	}
+	for _, who := range []struct{ user, pass string }{{"bob", env["T_BOB"]}, {"alice", alicePassword}} {
+		for _, path := range []string{"/api/v1/claims", "/api/v1/claims?status=failed"} {
+			body := apiGet(who.user, who.pass, path)
+			require.Contains(t, body, `"last_error":"HTTP 422 Unprocessable Entity"`, who.user)
+			require.NotContains(t, body, card, who.user)
+		}
+		detail := apiGet(who.user, who.pass, "/api/v1/claims/stripe/evt_1")
+		require.Contains(t, detail, `"error":"HTTP 422 Unprocessable Entity"`, who.user)
+		require.Equal(t, who.user == "alice", strings.Contains(detail, card), "only an operator reads the response: %s", detail)
+		for _, path := range []string{"/console/claims", "/console/claims/stripe/evt_1"} {
+			page := pageGet(who.user, who.pass, path)
+			require.Contains(t, page, "HTTP 422 Unprocessable Entity", who.user+" "+path)
+			require.NotContains(t, page, card, who.user+" "+path)
+		}
+	}
+	var show, showJSON bytes.Buffer
+	cmdEnv := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfg})
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "show", "stripe", "evt_1"}, cmdEnv, &show, io.Discard))
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "show", "stripe", "evt_1", "--json"}, cmdEnv, &showJSON, io.Discard))
+	for _, out := range []string{show.String(), showJSON.String()} {
+		require.Contains(t, out, "HTTP 422 Unprocessable Entity")
+		require.NotContains(t, out, card)
+	}
+	require.NotContains(t, logs.String(), card, "nor in the worker's log")
+}
