@@ -30,16 +30,17 @@ type ops struct {
 	// ui is the River UI, nil when disabled; uiPassword guards it.
 	ui         http.Handler
 	uiPassword string
-	// failures counts failed basic-auth attempts per name.
-	failures lockout.Limiter
+	// guard limits failed sign-ins per client address and name, for the
+	// River UI and the console alike.
+	guard *lockout.Guard
 	// console serves the operator API and the web console; nil when
 	// console.users and console.tokens are both empty, so that both 404.
 	console http.Handler
 }
 
 // routes lists every endpoint the worker serves. Every state-changing
-// request (the River UI cancels, retries and deletes jobs with POSTs) must
-// come from the page's own origin: a browser that has cached the basic-auth
+// request (the console's forms, the operator API's actions) must come from
+// the page's own origin: a browser that has cached the basic-auth
 // credentials sends them with a cross-site form too, so such requests are
 // refused (403) before authentication. Scripts and curl, which send neither
 // Origin nor Sec-Fetch-Site, are unaffected.
@@ -54,8 +55,9 @@ func (o *ops) routes() http.Handler {
 		ErrorLog:      slog.NewLogLogger(o.logger.Handler(), slog.LevelWarn),
 	}))
 	if o.ui != nil {
-		// The UI can cancel, retry and delete jobs: never without auth.
-		mux.Handle(uiPrefix+"/", o.basicAuth(uiUser, o.uiPassword, o.ui))
+		// The UI shows jobs and their arguments: never without auth, and
+		// never to change them.
+		mux.Handle(uiPrefix+"/", readOnly(o.basicAuth(uiUser, o.uiPassword, o.ui)))
 	}
 	if o.console != nil {
 		mux.Handle("/api/v1/", o.console)
@@ -98,42 +100,51 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // compared as SHA-256 digests in constant time, so neither their content
 // nor their length shows in response times.
 //
-// Failed attempts are limited per name (o.failures: five a minute), and a
-// name past its limit is refused with 429 without its password being
-// checked, so a guesser gets five tries a minute. Every name but user's is
-// counted under one entry: made-up names cost no memory and cannot lock
-// out user. A request without credentials (a browser's first, before it
+// Failed attempts are limited per client address and per name from that
+// address (o.guard), and a client past its limit is refused with 429
+// without its password being checked. Nothing is counted per name alone,
+// so no one's failures lock out the right password sent from elsewhere,
+// and the UI's user name is counted as any other (the answers do not tell
+// it apart). A request without credentials (a browser's first, before it
 // prompts) is neither a failure nor refused: it is asked for them.
 func (o *ops) basicAuth(user, password string, next http.Handler) http.Handler {
 	wantUser, wantPass := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, given := r.BasicAuth()
-		gotUser, gotPass := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
-		userOK := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
-		name := unknownUser
-		if userOK == 1 {
-			name = user
-		}
-		if wait := o.failures.Wait(name); given && wait > 0 {
+		client := o.guard.Client(r)
+		if wait := o.guard.Wait(client, u); given && wait > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many failed sign-ins; retry later"})
 			return
 		}
+		gotUser, gotPass := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+		userOK := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
 		passOK := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
 		if userOK&passOK != 1 {
-			if given && o.failures.Fail(name) {
-				o.logger.Warn("River UI: too many failed sign-ins; refusing the name for a minute",
-					slog.String("user", name))
+			if given && o.guard.Fail(client, u) {
+				o.logger.Warn("River UI: too many failed sign-ins; refusing the client for a minute")
 			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="hookgate River UI", charset="UTF-8"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 			return
 		}
-		o.failures.Succeed(name)
+		o.guard.Succeed(client, u)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// unknownUser is the one name failed attempts with any name but the UI's
-// user are counted under.
-const unknownUser = "(unknown user)"
+// readOnly lets through only the requests that read (GET and HEAD): the
+// River UI can pause queues and cancel, retry and delete jobs, outside
+// the console's roles and its audit, so it is served read-only, and those
+// requests are answered 405 before anything else looks at them.
+func readOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{
+				"error": "the River UI is read-only here: act through the console, the operator API or the worker's commands, which check roles and audit"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +31,24 @@ type opsBundle struct {
 
 func startOps(t *testing.T) *opsBundle {
 	t.Helper()
+	return startOpsWith(t, "")
+}
+
+// startOpsWith is startOps with worker.trusted_proxies set to proxies
+// (when not empty).
+func startOpsWith(t *testing.T, proxies string) *opsBundle {
+	t.Helper()
 	db := dbtest.NewDB(t)
+	cfg := writeConfig(t, "http://127.0.0.1:1")
+	if proxies != "" {
+		b, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		b = []byte(strings.Replace(string(b), "worker:\n", "worker:\n  trusted_proxies: ["+proxies+"]\n", 1))
+		require.NoError(t, os.WriteFile(cfg, b, 0o600))
+	}
 	env := map[string]string{
 		"DATABASE_URL":         db.URL,
-		"HOOKGATE_CONFIG":      writeConfig(t, "http://127.0.0.1:1"),
+		"HOOKGATE_CONFIG":      cfg,
 		"T_STRIPE":             "whsec_stripe",
 		"T_SHIP_SIGNING":       signingSecret,
 		"HOOKGATE_UI_PASSWORD": uiTestPassword,
@@ -89,60 +104,69 @@ func (b *opsBundle) call(t *testing.T, method, path, body, user, pass string, he
 	return resp
 }
 
-// TestRiverUIRefusesCrossSiteRequests: a cross-site form post to the River
-// UI's delete endpoint, with the credentials a browser would have cached,
-// is refused 403 and the job is still there; a same-origin request and a
-// script's (no Origin, no Sec-Fetch-Site) still delete.
-func TestRiverUIRefusesCrossSiteRequests(t *testing.T) {
+// TestRiverUIReadOnly: the River UI reads, but every request of it that
+// would change state (cancel, retry and delete jobs; pause, resume and
+// update queues) is refused 405 with the right credentials, and nothing
+// changed: such changes would bypass the console's roles and its audit.
+func TestRiverUIReadOnly(t *testing.T) {
 	t.Parallel()
 	b := startOps(t)
-	const deletePath = "/riverui/api/jobs/delete"
-	body := func(id int64) string { return fmt.Sprintf(`{"ids":["%d"]}`, id) }
-
-	victim := b.job(t, "evt_victim")
-	for name, h := range map[string]map[string]string{
-		"Origin":         {"Content-Type": "text/plain", "Origin": "http://evil.example"},
-		"Sec-Fetch-Site": {"Content-Type": "text/plain", "Sec-Fetch-Site": "cross-site"},
+	id := b.job(t, "evt_kept")
+	body := fmt.Sprintf(`{"ids":["%d"]}`, id)
+	for _, tt := range []struct{ method, path, body string }{
+		{http.MethodPost, "/riverui/api/jobs/cancel", body},
+		{http.MethodPost, "/riverui/api/jobs/delete", body},
+		{http.MethodPost, "/riverui/api/jobs/retry", body},
+		{http.MethodPut, "/riverui/api/queues/ship/pause", ""},
+		{http.MethodPut, "/riverui/api/queues/ship/resume", ""},
+		{http.MethodPatch, "/riverui/api/queues/ship", `{"concurrency":null}`},
+		{http.MethodDelete, "/riverui/api/jobs", ""},
 	} {
-		resp := b.call(t, http.MethodPost, deletePath, body(victim), uiUser, uiTestPassword, h)
-		require.Equal(t, http.StatusForbidden, resp.StatusCode, name)
-		require.True(t, b.jobExists(t, victim), "%s: the job is still there", name)
+		resp := b.call(t, tt.method, tt.path, tt.body, uiUser, uiTestPassword, map[string]string{"Content-Type": "application/json"})
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s", tt.method, tt.path)
+		require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 	}
-
-	sameOrigin := b.job(t, "evt_same_origin")
-	resp := b.call(t, http.MethodPost, deletePath, body(sameOrigin), uiUser, uiTestPassword,
-		map[string]string{"Content-Type": "application/json", "Origin": b.base, "Sec-Fetch-Site": "same-origin"})
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.False(t, b.jobExists(t, sameOrigin), "the UI's own page may delete")
-
-	resp = b.call(t, http.MethodPost, deletePath, body(victim), uiUser, uiTestPassword,
-		map[string]string{"Content-Type": "application/json"})
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.False(t, b.jobExists(t, victim), "a script's call, with neither header, still works")
+	require.True(t, b.jobExists(t, id), "the job is still there")
+	var state string
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state))
+	require.Equal(t, "scheduled", state, "neither cancelled nor retried")
+	var paused int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_queue WHERE paused_at IS NOT NULL`).Scan(&paused))
+	require.Zero(t, paused, "no queue paused")
+	for _, path := range []string{"/riverui/", "/riverui/api/jobs?state=scheduled", "/riverui/api/queues"} {
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, "", uiUser, uiTestPassword, nil).StatusCode, path)
+	}
 }
 
-// TestRiverUILimitsFailedSignIns: five failed basic-auth attempts refuse
-// the name's next tries (429 with Retry-After), the right password
-// included. Made-up names share one count, so a flood of them neither
-// grows memory nor locks out the UI's user.
+// TestRiverUILimitsFailedSignIns: failures are counted per client address
+// (X-Forwarded-For from a trusted proxy, here the test's own loopback) and
+// per name from it: five wrong passwords refuse the UI's user from that
+// client (429 with Retry-After, the right password included), never from
+// another; the UI's user name and a made-up one are limited alike; and a
+// client past 20 failures is refused whatever name it tries.
 func TestRiverUILimitsFailedSignIns(t *testing.T) {
 	t.Parallel()
-	b := startOps(t)
-	statuses := map[int]int{}
-	for i := range 20 {
-		statuses[b.call(t, http.MethodGet, "/riverui/", "", fmt.Sprintf("guess-%d", i), "wrong", nil).StatusCode]++
+	b := startOpsWith(t, "127.0.0.0/8")
+	as := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	for _, name := range []string{uiUser, "made-up"} {
+		for i := range 5 {
+			require.Equal(t, http.StatusUnauthorized, b.call(t, http.MethodGet, "/riverui/", "", name, "wrong", as("203.0.113.1")).StatusCode,
+				"%s try %d", name, i+1)
+		}
+		resp := b.call(t, http.MethodGet, "/riverui/", "", name, "wrong", as("203.0.113.1"))
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, name)
+		require.NotEmpty(t, resp.Header.Get("Retry-After"))
 	}
-	require.Equal(t, map[int]int{http.StatusUnauthorized: 5, http.StatusTooManyRequests: 15}, statuses,
-		"made-up names are limited together")
-	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/riverui/", "", uiUser, uiTestPassword, nil).StatusCode,
-		"the flood of made-up names does not lock out the UI's user")
+	require.Equal(t, http.StatusTooManyRequests, b.call(t, http.MethodGet, "/riverui/", "", uiUser, uiTestPassword, as("203.0.113.1")).StatusCode,
+		"refused from the guessing client without its password being checked")
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/riverui/", "", uiUser, uiTestPassword, as("198.51.100.7")).StatusCode,
+		"another client's failures never refuse the right password")
 
-	for i := range 5 {
-		require.Equal(t, http.StatusUnauthorized, b.call(t, http.MethodGet, "/riverui/", "", uiUser, "wrong", nil).StatusCode, "try %d", i+1)
+	statuses := map[int]int{}
+	for i := range 25 {
+		statuses[b.call(t, http.MethodGet, "/riverui/", "", fmt.Sprintf("guess-%d", i), "wrong", as("203.0.113.2")).StatusCode]++
 	}
-	resp := b.call(t, http.MethodGet, "/riverui/", "", uiUser, uiTestPassword, nil)
-	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "refused without its password being checked")
-	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	require.Equal(t, map[int]int{http.StatusUnauthorized: 20, http.StatusTooManyRequests: 5}, statuses, "a client is limited whatever names it tries")
 	require.Equal(t, http.StatusUnauthorized, b.call(t, http.MethodGet, "/riverui/", "", "", "", nil).StatusCode,
 		"a request without credentials is asked for them")
 	require.Contains(t, b.logs.String(), "too many failed sign-ins")

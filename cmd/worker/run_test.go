@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
@@ -236,7 +237,7 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 
 func TestBasicAuth(t *testing.T) {
 	t.Parallel()
-	o := &ops{logger: slog.New(slog.DiscardHandler)}
+	o := &ops{logger: slog.New(slog.DiscardHandler), guard: lockout.NewGuard(nil)}
 	h := o.basicAuth("admin", "s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	}))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -70,6 +71,35 @@ type Worker struct {
 	// ReconcileInterval is how often the reconciler looks for deliveries left
 	// processing without a live job. Default 1m.
 	ReconcileInterval Duration `yaml:"reconcile_interval"`
+	// TrustedProxies are the addresses (an IP or a CIDR range) of the
+	// reverse proxies in front of the listener: a sign-in through one of
+	// them is counted, for the failed sign-in limit, under the client its
+	// X-Forwarded-For names. Empty (the default) believes no header: every
+	// request counts under its connection's address.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// Proxies returns TrustedProxies as prefixes (a bare IP as its /32 or
+// /128); entries that do not parse, which validation refuses, are left out.
+func (w Worker) Proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range w.TrustedProxies {
+		if p, ok := parseProxy(s); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseProxy(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), true
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, a.BitLen()), true
 }
 
 // maxEndBound caps Worker.EndBound: 5s to load a delivery, 2 × 10s to

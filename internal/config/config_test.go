@@ -452,6 +452,7 @@ func TestParseDurations(t *testing.T) {
 		{"NegativeRescueAfter", "worker: {rescue_after: -10m}\n" + route, "worker.rescue_after: must be a positive duration, got -10m0s"},
 		{"NegativeShutdownTimeout", "worker: {shutdown_timeout: -30s}\n" + route, "worker.shutdown_timeout: must be a positive duration, got -30s"},
 		{"NegativeReconcileInterval", "worker: {reconcile_interval: -1m}\n" + route, "worker.reconcile_interval: must be a positive duration, got -1m0s"},
+		{"TrustedProxy", "worker: {trusted_proxies: [10.0.0.0/8, 10.1.2.300]}\n" + route, `worker.trusted_proxies[1]: "10.1.2.300" must be an IP address or a CIDR range such as 10.0.0.0/8`},
 		{"NegativeRetentionClaims", "retention: {claims: -1h}\n" + route, "retention.claims: must be a positive duration, got -1h0m0s"},
 		{"NegativeRetentionPayloads", "retention: {payloads: -1h}\n" + route, "retention.payloads: must be a positive duration, got -1h0m0s"},
 		{"NegativeRetentionInterval", "retention: {interval: -1h}\n" + route, "retention.interval: must be a positive duration, got -1h0m0s"},

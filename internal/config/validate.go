@@ -73,6 +73,11 @@ func (c *Config) Validate() error {
 	v.positive("worker.rescue_after", c.Worker.RescueAfter)
 	v.positive("worker.shutdown_timeout", c.Worker.ShutdownTimeout)
 	v.positive("worker.reconcile_interval", c.Worker.ReconcileInterval)
+	for i, p := range c.Worker.TrustedProxies {
+		if _, ok := parseProxy(p); !ok {
+			v.add(fmt.Sprintf("worker.trusted_proxies[%d]", i), "%q must be an IP address or a CIDR range such as 10.0.0.0/8", p)
+		}
+	}
 	v.positive("retention.claims", c.Retention.Claims)
 	v.positive("retention.payloads", c.Retention.Payloads)
 	if c.Retention.Payloads > c.Retention.Claims && c.Retention.Claims > 0 {

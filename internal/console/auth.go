@@ -28,49 +28,58 @@ type principal struct {
 
 func (p principal) Operator() bool { return p.Role == config.RoleOperator }
 
-// Lockout keys: every console name is counted apart from the listener's
-// other sign-ins, every unknown user name under one key (made-up names
-// cost no memory and cannot lock out a real one), and every bearer token
-// guess under one more.
-const (
-	lockPrefix    = "console:"
-	unknownUser   = "(unknown user)"
-	bearerLockKey = lockPrefix + "(bearer token)"
-)
+// unknownUser is the actor a failed sign-in under a name that is not
+// configured is audited as: never what the request sent.
+const unknownUser = "(unknown user)"
 
-// errLocked is a sign-in refused, unchecked, because its name failed too
-// often; wait says for how long.
+// errLocked is a sign-in refused, unchecked, because its client (or the
+// name from that client) failed too often; wait says for how long.
 type errLocked struct{ wait time.Duration }
 
 func (e errLocked) Error() string { return "too many failed sign-ins; retry later" }
 
 var errBadCredentials = errors.New("wrong name or password")
 
+// dummyDigest is what a password given for a name that is not configured
+// is compared with, so that such a name costs what a known one does.
+var dummyDigest = sha256.Sum256([]byte("hookgate: no such user"))
+
 // checkPassword returns the user name and password sign in as. Passwords
-// are compared as SHA-256 digests in constant time.
-func (s *Server) checkPassword(ctx context.Context, name, password, via string) (principal, error) {
-	acct, known := s.users[name]
-	key, actor := lockPrefix+unknownUser, unknownUser
-	if known {
-		key, actor = lockPrefix+name, name
-	}
-	if wait := s.failures.Wait(key); wait > 0 {
+// are compared as SHA-256 digests in constant time. Failures are limited
+// per client address and per name from that address (s.guard), a known
+// name and an unknown one alike: the answers, their limits and their cost
+// do not tell them apart, and nobody's failures refuse a right password
+// sent from another address.
+func (s *Server) checkPassword(r *http.Request, name, password, via string) (principal, error) {
+	client := s.guard.Client(r)
+	if wait := s.guard.Wait(client, name); wait > 0 {
 		return principal{}, errLocked{wait}
 	}
+	acct, known := s.users[name]
+	want := dummyDigest
+	if known {
+		want = acct.secret.digest()
+	}
 	got := sha256.Sum256([]byte(password))
-	want := acct.secret.digest()
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !known {
-		s.failed(ctx, key, actor, via)
+		actor := unknownUser
+		if known {
+			actor = name
+		}
+		s.failed(r.Context(), client, name, actor, via)
 		return principal{}, errBadCredentials
 	}
-	s.failures.Succeed(key)
+	s.guard.Succeed(client, name)
 	return principal{Name: name, Role: acct.role}, nil
 }
 
 // checkToken returns the token a bearer token is, comparing it with every
-// configured token in constant time.
-func (s *Server) checkToken(ctx context.Context, token string) (principal, error) {
-	if wait := s.failures.Wait(bearerLockKey); wait > 0 {
+// configured token in constant time. Failures are limited per client
+// address only: a token has no name to count under, and counting all
+// tokens together let anyone lock every right one out.
+func (s *Server) checkToken(r *http.Request, token string) (principal, error) {
+	client := s.guard.Client(r)
+	if wait := s.guard.Wait(client, ""); wait > 0 {
 		return principal{}, errLocked{wait}
 	}
 	got := sha256.Sum256([]byte(token))
@@ -85,7 +94,7 @@ func (s *Server) checkToken(ctx context.Context, token string) (principal, error
 		match |= eq
 	}
 	if match != 1 {
-		s.failed(ctx, bearerLockKey, "(bearer token)", "api bearer")
+		s.failed(r.Context(), client, "", "(bearer token)", "api bearer")
 		return principal{}, errors.New("unknown bearer token")
 	}
 	return found, nil
@@ -93,9 +102,9 @@ func (s *Server) checkToken(ctx context.Context, token string) (principal, error
 
 // failed counts and audits a failed sign-in. actor is a configured name or
 // a fixed placeholder, never what the request sent.
-func (s *Server) failed(ctx context.Context, key, actor, via string) {
-	if s.failures.Fail(key) {
-		s.logger.Warn("console: too many failed sign-ins; refusing the name for a minute", slog.String("user", actor))
+func (s *Server) failed(ctx context.Context, client, name, actor, via string) {
+	if s.guard.Fail(client, name) {
+		s.logger.Warn("console: too many failed sign-ins; refusing the client for a minute", slog.String("user", actor))
 	}
 	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "",
 		map[string]string{"via": via, "source": sourceOf(ctx)}); err != nil {
@@ -120,9 +129,9 @@ func (s *Server) apiAuth(w http.ResponseWriter, r *http.Request, act bool) (prin
 			err = errors.New("malformed basic credentials")
 			break
 		}
-		p, err = s.checkPassword(r.Context(), name, password, "api basic")
+		p, err = s.checkPassword(r, name, password, "api basic")
 	case strings.EqualFold(scheme, "Bearer"):
-		p, err = s.checkToken(r.Context(), strings.TrimSpace(cred))
+		p, err = s.checkToken(r, strings.TrimSpace(cred))
 	default:
 		err = errors.New("credentials required: HTTP Basic or a Bearer token")
 	}

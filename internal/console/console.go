@@ -45,9 +45,10 @@ type Options struct {
 	Queues claim.Queues
 	DB     DB
 	Logger *slog.Logger
-	// Failures limits failed sign-ins per name; shared with the other
-	// endpoints of the listener.
-	Failures *lockout.Limiter
+	// Guard limits failed sign-ins per client address and name; shared
+	// with the other endpoints of the listener. Nil means a guard of its
+	// own that believes no proxy.
+	Guard *lockout.Guard
 	// CountTimeout bounds the claims list's count of its matches; the
 	// page says "many" past it. 0 means 300 ms.
 	CountTimeout time.Duration
@@ -55,14 +56,14 @@ type Options struct {
 
 // Server is the operator API and the console.
 type Server struct {
-	cfg      *config.Config
-	store    *claim.Store
-	queues   claim.Queues
-	db       DB
-	logger   *slog.Logger
-	failures *lockout.Limiter
-	actions  *operator.Actions
-	ttl      time.Duration
+	cfg     *config.Config
+	store   *claim.Store
+	queues  claim.Queues
+	db      DB
+	logger  *slog.Logger
+	guard   *lockout.Guard
+	actions *operator.Actions
+	ttl     time.Duration
 	// countTime is Options.CountTimeout.
 	countTime time.Duration
 	// users and tokens hold the digests of each name's secret.
@@ -108,12 +109,12 @@ func secretOf(opts Options, name string, fixed map[string]string) secret {
 func New(opts Options) *Server {
 	s := &Server{
 		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
-		failures: opts.Failures, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
+		guard: opts.Guard, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
 		pages: loadPages(),
 	}
-	if s.failures == nil {
-		s.failures = &lockout.Limiter{}
+	if s.guard == nil {
+		s.guard = lockout.NewGuard(nil)
 	}
 	if s.ttl <= 0 {
 		s.ttl = config.DefaultSessionTTL

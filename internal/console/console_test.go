@@ -80,14 +80,14 @@ type env struct {
 	logs  *proctest.Buffer
 }
 
-func newEnv(t *testing.T, limiter *lockout.Limiter) *env {
+func newEnv(t *testing.T, limiter *lockout.Guard) *env {
 	t.Helper()
 	return newEnvWith(t, limiter, nil, nil)
 }
 
 // newEnvWith is newEnv with the config changed by mutate (when not nil)
 // and the secret files given.
-func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Config), files map[string]*secretfile.File, options ...func(*console.Options)) *env {
+func newEnvWith(t *testing.T, limiter *lockout.Guard, mutate func(*config.Config), files map[string]*secretfile.File, options ...func(*console.Options)) *env {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgDoc))
 	require.NoError(t, err)
@@ -101,11 +101,11 @@ func newEnvWith(t *testing.T, limiter *lockout.Limiter, mutate func(*config.Conf
 	require.NoError(t, err)
 	store := claim.NewStore(db.Pool, jobs, cfg.MaxAttempts)
 	if limiter == nil {
-		limiter = &lockout.Limiter{Failures: 1000}
+		limiter = &lockout.Guard{Addresses: lockout.Limiter{Failures: 1000}, Names: lockout.Limiter{Failures: 1000}}
 	}
 	logs := &proctest.Buffer{}
 	o := console.Options{Config: cfg, Secrets: s, SecretFiles: files, Store: store, Queues: jobs, DB: db.Pool,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Failures: limiter}
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Guard: limiter}
 	for _, set := range options {
 		set(&o)
 	}
@@ -271,7 +271,7 @@ func TestRoleMatrix(t *testing.T) {
 
 func TestSignInLockout(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, &lockout.Limiter{})
+	e := newEnv(t, lockout.NewGuard(nil))
 	for range 5 {
 		status, _ := e.call(t, badPass, http.MethodGet, "/api/v1/claims", nil, nil)
 		require.Equal(t, http.StatusUnauthorized, status)
@@ -282,7 +282,7 @@ func TestSignInLockout(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the right password waits too, once locked")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the right password from the same client waits too, once locked")
 	require.NotEmpty(t, resp.Header.Get("Retry-After"))
 	status, _ := e.call(t, bob, http.MethodGet, "/api/v1/claims", nil, nil)
 	require.Equal(t, http.StatusOK, status, "another name is not locked out")

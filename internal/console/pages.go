@@ -182,12 +182,12 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusBadRequest, "signin", pageData{Title: "Sign in", Data: "The form could not be read."})
 		return
 	}
-	p, err := s.checkPassword(r.Context(), r.PostForm.Get("name"), r.PostForm.Get("password"), "console")
+	p, err := s.checkPassword(r, r.PostForm.Get("name"), r.PostForm.Get("password"), "console")
 	var locked errLocked
 	switch {
 	case errors.As(err, &locked):
 		w.Header().Set("Retry-After", strconv.Itoa(int(locked.wait.Seconds())+1))
-		s.render(w, http.StatusTooManyRequests, "signin", pageData{Title: "Sign in", Data: "Too many failed sign-ins for this name; try again in a minute."})
+		s.render(w, http.StatusTooManyRequests, "signin", pageData{Title: "Sign in", Data: "Too many failed sign-ins; try again in a minute."})
 		return
 	case err != nil:
 		s.render(w, http.StatusUnauthorized, "signin", pageData{Title: "Sign in", Data: "Wrong name or password."})
