@@ -73,7 +73,7 @@ func retryOne(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provi
 // cliActions returns the operator actions a command takes, audited as the
 // OS user running it.
 func cliActions(store *claim.Store, pool *pgxpool.Pool, queues claim.Queues, routes []string) *operator.Actions {
-	return &operator.Actions{Store: store, DB: pool, Queues: queues, Routes: routes}
+	return &operator.Actions{Store: store, Queues: queues, Routes: routes}
 }
 
 func retryFailed(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider string, force bool, out io.Writer) error {
@@ -82,8 +82,7 @@ func retryFailed(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, pr
 			fmt.Fprintf(out, "%s: reopened %s\n", k, plural(n, "delivery", "deliveries"))
 		})
 	if err != nil {
-		return fmt.Errorf("after reopening %s of %s: %w",
-			plural(res.Deliveries, "delivery", "deliveries"), plural(res.Reopened, "claim", "claims"), err)
+		return err
 	}
 	fmt.Fprintf(out, "reopened %s of %s\n", plural(res.Deliveries, "delivery", "deliveries"), plural(res.Reopened, "failed claim", "failed claims"))
 	return nil

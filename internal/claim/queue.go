@@ -97,10 +97,14 @@ func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int
 // Queues is the part of a River client that reads, pauses and resumes
 // queues. Pause and resume are stored in Postgres, so they hold for every
 // worker process, and River's UI shows them.
+// The …Tx forms let a pause or resume commit with its audit row.
 type Queues interface {
 	QueueGet(ctx context.Context, name string) (*rivertype.Queue, error)
 	QueuePause(ctx context.Context, name string, opts *river.QueuePauseOpts) error
 	QueueResume(ctx context.Context, name string, opts *river.QueuePauseOpts) error
+	QueueGetTx(ctx context.Context, tx pgx.Tx, name string) (*rivertype.Queue, error)
+	QueuePauseTx(ctx context.Context, tx pgx.Tx, name string, opts *river.QueuePauseOpts) error
+	QueueResumeTx(ctx context.Context, tx pgx.Tx, name string, opts *river.QueuePauseOpts) error
 }
 
 // RouteState is one route's deliveries and queue, for `worker routes list`.
@@ -193,27 +197,36 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 // has in flight to the route and starts no new ones, while ingest keeps
 // enqueueing. Waiting jobs keep their attempts. A queue no worker has run
 // yet is registered first, as a worker would at start, so that workers
-// started later begin paused.
+// started later begin paused. In a store Transact handed out, the pause
+// commits with the transaction (and its audit row); else it is one of its
+// own.
 func (s *Store) PauseRoute(ctx context.Context, q Queues, route string) error {
 	name := Queue(route)
-	if err := s.river().QueuePause(ctx, q, name); err != nil {
-		return fmt.Errorf("pausing queue %s of route %s: %w", name, route, err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *Store) error {
+		if err := tx.river().QueuePauseTx(ctx, q, tx.tx, name); err != nil {
+			return fmt.Errorf("pausing queue %s of route %s: %w", name, route, err)
+		}
+		return nil
+	})
 }
 
-// ResumeRoute resumes route's queue, and reports whether it was paused.
+// ResumeRoute resumes route's queue, and reports whether it was paused; in
+// a store Transact handed out, in its transaction.
 func (s *Store) ResumeRoute(ctx context.Context, q Queues, route string) (wasPaused bool, err error) {
 	name := Queue(route)
-	pausedAt, found, err := s.river().QueueGetPausedAt(ctx, q, name)
-	if err != nil {
-		return false, fmt.Errorf("reading queue %s of route %s: %w", name, route, err)
-	}
-	if !found {
-		return false, nil
-	}
-	if err := s.river().QueueResume(ctx, q, name); err != nil {
-		return false, fmt.Errorf("resuming queue %s of route %s: %w", name, route, err)
-	}
-	return pausedAt != nil, nil
+	err = s.inTx(ctx, func(tx *Store) error {
+		pausedAt, found, err := tx.river().QueueGetPausedAtTx(ctx, q, tx.tx, name)
+		if err != nil {
+			return fmt.Errorf("reading queue %s of route %s: %w", name, route, err)
+		}
+		if !found {
+			return nil
+		}
+		if err := tx.river().QueueResumeTx(ctx, q, tx.tx, name); err != nil {
+			return fmt.Errorf("resuming queue %s of route %s: %w", name, route, err)
+		}
+		wasPaused = pausedAt != nil
+		return nil
+	})
+	return wasPaused, err
 }

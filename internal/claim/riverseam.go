@@ -292,16 +292,30 @@ func (riverTables) QueueGetPausedAt(ctx context.Context, q Queues, name string) 
 	return queue.PausedAt, true, nil
 }
 
-// QueuePause pauses queue name for every worker on the database,
-// registering it first (River refuses to pause a queue it has no row of).
-func (r riverTables) QueuePause(ctx context.Context, q Queues, name string) error {
+// QueueGetPausedAtTx is QueueGetPausedAt in tx.
+func (riverTables) QueueGetPausedAtTx(ctx context.Context, q Queues, tx pgx.Tx, name string) (pausedAt *time.Time, found bool, err error) {
+	queue, err := q.QueueGetTx(ctx, tx, name)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return queue.PausedAt, true, nil
+}
+
+// QueuePauseTx pauses queue name for every worker on the database once tx
+// commits, registering it first in tx (River refuses to pause a queue it
+// has no row of). r must be the seam over tx.
+func (r riverTables) QueuePauseTx(ctx context.Context, q Queues, tx pgx.Tx, name string) error {
 	if err := r.QueueCreateOrSetUpdatedAt(ctx, name); err != nil {
 		return fmt.Errorf("registering queue %s: %w", name, err)
 	}
-	return q.QueuePause(ctx, name, nil)
+	return q.QueuePauseTx(ctx, tx, name, nil)
 }
 
-// QueueResume resumes queue name for every worker on the database.
-func (riverTables) QueueResume(ctx context.Context, q Queues, name string) error {
-	return q.QueueResume(ctx, name, nil)
+// QueueResumeTx resumes queue name for every worker on the database once
+// tx commits.
+func (riverTables) QueueResumeTx(ctx context.Context, q Queues, tx pgx.Tx, name string) error {
+	return q.QueueResumeTx(ctx, tx, name, nil)
 }

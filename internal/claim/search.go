@@ -257,8 +257,9 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID).Scan(&body, &contentE
 // ReopenMatching reopens every claim f matches, as Reopen does one, newest
 // first. It pages through them by keyset, f.Limit (0: 500) at a time, so
 // it reaches any number of claims and visits each once; each claim is
-// reopened in a transaction of its own, and one refused (not failed any
-// more, say) or deleted meanwhile is skipped. reopened, when not nil, is
+// reopened in a transaction of its own (in a store Transact handed out, a
+// savepoint of its transaction, which then commits them all at once), and
+// one refused (not failed any more, say) or deleted meanwhile is skipped. reopened, when not nil, is
 // called after each claim reopened with its deliveries reopened. It
 // returns the claims visited and reopened and the deliveries reopened, so
 // far also with an error.
@@ -274,7 +275,11 @@ func (s *Store) ReopenMatching(ctx context.Context, f Search, force bool, reopen
 		}
 		for _, c := range page {
 			matched++
-			n, err := s.Reopen(ctx, c.Provider, c.EventID, force)
+			var n int
+			err := s.Transact(ctx, func(tx *Store) (err error) {
+				n, err = tx.Reopen(ctx, c.Provider, c.EventID, force)
+				return err
+			})
 			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
 				continue
 			}

@@ -129,7 +129,7 @@ func New(opts Options) *Server {
 	for i, r := range opts.Config.Routes {
 		routes[i] = r.Name
 	}
-	s.actions = &operator.Actions{Store: opts.Store, DB: opts.DB, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}
+	s.actions = &operator.Actions{Store: opts.Store, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}
 	return s
 }
 

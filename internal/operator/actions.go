@@ -13,10 +13,9 @@ import (
 
 // Actions takes operator actions, each audited under the actor given.
 type Actions struct {
+	// Store reads and reopens claims, and writes every action's audit row
+	// in the action's own transaction.
 	Store *claim.Store
-	// DB writes the audit rows of actions without a transaction of their
-	// own (the store's pool).
-	DB Exec
 	// Queues pauses and resumes routes' queues (an insert-only River
 	// client will do).
 	Queues claim.Queues
@@ -143,34 +142,50 @@ type BulkResult struct {
 }
 
 // BulkRetry reopens every failed claim f matches (f.Status must be failed
-// or empty, which means failed), paging through all of them, each in its
-// own transaction; with dryRun it only counts them. It writes one audit row
-// with the filters and the totals, also after an error. reopened, when not
-// nil, is called after each claim reopened.
+// or empty, which means failed), paging through all of them; with dryRun
+// it only counts them. A bulk retry is one transaction with its audit row
+// (the filters and the totals): if the row cannot be written, or anything
+// fails on the way, no claim is reopened. It holds the reopened claims'
+// row locks until it commits, which on failed claims only blocks other
+// retries of them. reopened, when not nil, is called for each claim
+// reopened, once the transaction has committed.
 func (a *Actions) BulkRetry(ctx context.Context, actor string, f claim.Search, force, dryRun bool, reopened func(k claim.EventKey, deliveries int)) (BulkResult, error) {
 	if f.Status != "" && f.Status != claim.Failed {
 		return BulkResult{}, &InvalidError{fmt.Sprintf("status %q: only failed claims can be retried in bulk", f.Status)}
 	}
 	f.Status, f.After, f.Limit = claim.Failed, nil, 0
 	res := BulkResult{DryRun: dryRun}
-	var err error
 	if dryRun {
+		var err error
 		res.Matched, err = a.Store.CountClaims(ctx, f)
-	} else {
-		res.Matched, res.Reopened, res.Deliveries, err = a.Store.ReopenMatching(ctx, f, force, reopened)
+		return res, err // a dry run changes nothing, and is no action to audit
 	}
-	if dryRun && err == nil {
-		return res, nil // a dry run changes nothing, and is no action to audit
+	type done struct {
+		k claim.EventKey
+		n int
 	}
-	detail := map[string]any{"filters": describe(f), "force": force,
-		"matched": res.Matched, "reopened": res.Reopened, "deliveries": res.Deliveries}
+	var reopenedClaims []done
+	err := a.Store.Transact(ctx, func(tx *claim.Store) error {
+		reopenedClaims = reopenedClaims[:0]
+		var err error
+		res.Matched, res.Reopened, res.Deliveries, err = tx.ReopenMatching(ctx, f, force, func(k claim.EventKey, n int) {
+			reopenedClaims = append(reopenedClaims, done{k, n})
+		})
+		if err != nil {
+			return err
+		}
+		return Record(ctx, tx.Tx(), a.Logger, actor, ActionBulkRetry, "claims", map[string]any{"filters": describe(f), "force": force,
+			"matched": res.Matched, "reopened": res.Reopened, "deliveries": res.Deliveries})
+	})
 	if err != nil {
-		detail["error"] = "stopped early: " + err.Error()
+		return BulkResult{}, fmt.Errorf("no claim was reopened: %w", err)
 	}
-	if aerr := Record(context.WithoutCancel(ctx), a.DB, a.Logger, actor, ActionBulkRetry, "claims", detail); err == nil {
-		err = aerr
+	if reopened != nil {
+		for _, d := range reopenedClaims {
+			reopened(d.k, d.n)
+		}
 	}
-	return res, err
+	return res, nil
 }
 
 // describe lists the filters f sets, for the audit.
@@ -206,29 +221,34 @@ func (a *Actions) checkRoute(name string) error {
 	return &NotFoundError{fmt.Sprintf("no route %q in the configuration (routes: %s)", shown, strings.Join(a.Routes, ", "))}
 }
 
-// PauseRoute pauses a configured route's queue on every worker, then
-// audits it.
+// PauseRoute pauses a configured route's queue on every worker, in one
+// transaction with its audit row: no row, no pause.
 func (a *Actions) PauseRoute(ctx context.Context, actor, name string) error {
 	if err := a.checkRoute(name); err != nil {
 		return err
 	}
-	if err := a.Store.PauseRoute(ctx, a.Queues, name); err != nil {
-		return err
-	}
-	return Record(context.WithoutCancel(ctx), a.DB, a.Logger, actor, ActionPause, name, nil)
+	return a.Store.Transact(ctx, func(tx *claim.Store) error {
+		if err := tx.PauseRoute(ctx, a.Queues, name); err != nil {
+			return err
+		}
+		return Record(ctx, tx.Tx(), a.Logger, actor, ActionPause, name, nil)
+	})
 }
 
-// ResumeRoute resumes a configured route's queue, audits it, and reports
-// whether it was paused.
+// ResumeRoute resumes a configured route's queue, in one transaction with
+// its audit row, and reports whether it was paused.
 func (a *Actions) ResumeRoute(ctx context.Context, actor, name string) (wasPaused bool, err error) {
 	if err := a.checkRoute(name); err != nil {
 		return false, err
 	}
-	if wasPaused, err = a.Store.ResumeRoute(ctx, a.Queues, name); err != nil {
-		return false, err
-	}
-	return wasPaused, Record(context.WithoutCancel(ctx), a.DB, a.Logger, actor, ActionResume, name,
-		map[string]any{"was_paused": wasPaused})
+	err = a.Store.Transact(ctx, func(tx *claim.Store) error {
+		var err error
+		if wasPaused, err = tx.ResumeRoute(ctx, a.Queues, name); err != nil {
+			return err
+		}
+		return Record(ctx, tx.Tx(), a.Logger, actor, ActionResume, name, map[string]any{"was_paused": wasPaused})
+	})
+	return wasPaused, err
 }
 
 // CloseBreaker closes a configured route's circuit breaker by hand, on
