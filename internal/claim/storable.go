@@ -32,9 +32,15 @@ func Storable(ev Event, routes []string) error {
 			field{"business key's reason", k.Missing})
 	}
 	for _, f := range fields {
-		if !utf8.ValidString(f.value) || strings.IndexByte(f.value, 0) >= 0 {
+		if !StorableText(f.value) {
 			return fmt.Errorf("%w: the %s is not UTF-8 text without NUL bytes", ErrUnstorable, f.name)
 		}
 	}
 	return nil
 }
+
+// StorableText reports whether the claim tables can hold s as text: UTF-8
+// without NUL bytes. Whatever reaches their statements from a request (a
+// path, a filter, a cursor) is checked with it first, so that such input is
+// refused as the request's fault rather than failing its statement.
+func StorableText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }

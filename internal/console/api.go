@@ -162,7 +162,12 @@ func (s *Server) detail(ctx context.Context, provider, eventID string, p princip
 }
 
 func (s *Server) handleGetClaim(w http.ResponseWriter, r *http.Request, p principal) {
-	d, err := s.detail(r.Context(), r.PathValue("provider"), r.PathValue("event_id"), p)
+	provider, eventID, err := pathClaim(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.detail(r.Context(), provider, eventID, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -185,11 +190,15 @@ func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request, p principal
 	var body struct {
 		Force bool `json:"force"`
 	}
-	if err := decodeBody(r, &body); err != nil {
+	provider, eventID, err := pathClaim(r)
+	if err == nil {
+		err = decodeBody(r, &body)
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.actions.Retry(r.Context(), p.Name, r.PathValue("provider"), r.PathValue("event_id"), body.Force)
+	res, err := s.actions.Retry(r.Context(), p.Name, provider, eventID, body.Force)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -287,7 +296,11 @@ func (s *Server) handleRoutes(w http.ResponseWriter, r *http.Request, _ principa
 
 func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request, principal) {
 	return func(w http.ResponseWriter, r *http.Request, p principal) {
-		name := r.PathValue("name")
+		name, err := pathRoute(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if pause {
 			if err := s.actions.PauseRoute(r.Context(), p.Name, name); err != nil {
 				s.fail(w, r, err)

@@ -404,7 +404,7 @@ func TestListFilters(t *testing.T) {
 		{"event_id=" + strings.Repeat("e", 256), "event_id: must be a prefix, or a *substring*, of at most 255"},
 		{"event_id=" + url.QueryEscape("**"), "event_id: a prefix or a *substring* needs at least one character besides *"},
 		{"since=0h", "since: want a time ago such as 1h"},
-		{"event_id=a%00", "event_id: must be a prefix"},
+		{"event_id=a%00", "event_id: must be UTF-8 text without NUL bytes"},
 		{"business_key=" + strings.Repeat("k", 4097), "business_key: at most 4096"},
 		{"since=yesterday", "since: want a time ago such as 1h, 24h or 7d, or an RFC 3339 time"},
 		{"before=2026-13-01T00:00:00Z", "before: want a time ago such as 1h, 24h or 7d, or an RFC 3339 time"},

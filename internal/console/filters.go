@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -36,6 +37,33 @@ func (e *badRequest) Error() string { return e.msg }
 
 func bad(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
 
+// storable refuses, as a 400 naming its field, the first of fields (name,
+// value pairs) whose value Postgres cannot store as text: not UTF-8, or
+// holding NUL (SQLSTATE 22021 otherwise, a 500). Every path segment,
+// filter and cursor of the API and the pages passes through it before any
+// statement.
+func storable(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if !claim.StorableText(fields[i+1]) {
+			return bad("%s: must be UTF-8 text without NUL bytes", fields[i])
+		}
+	}
+	return nil
+}
+
+// pathClaim returns the provider and event id a request's path names,
+// refusing text Postgres cannot store.
+func pathClaim(r *http.Request) (provider, eventID string, err error) {
+	provider, eventID = r.PathValue("provider"), r.PathValue("event_id")
+	return provider, eventID, storable("provider", provider, "event_id", eventID)
+}
+
+// pathRoute returns the route a request's path names, likewise.
+func pathRoute(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	return name, storable("name", name)
+}
+
 // parseFilters reads the list filters from get (a query or a body), each
 // validated, into a search. Values are never echoed back.
 func parseFilters(get func(string) string) (claim.Search, error) {
@@ -62,6 +90,11 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 // parseFiltersAt is parseFilters with times ago taken before now.
 func parseFiltersAt(get func(string) string, now time.Time) (claim.Search, error) {
 	var f claim.Search
+	for _, k := range filterKeys {
+		if err := storable(k, get(k)); err != nil {
+			return f, err
+		}
+	}
 	if v := get("status"); v != "" {
 		switch s := claim.Status(v); s {
 		case claim.Processing, claim.Completed, claim.Failed, claim.Ignored:
@@ -204,7 +237,7 @@ func decodeCursor(s string) (claim.Position, bool, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err != nil || c.T.IsZero() || c.P == "" || c.E == "" {
+	if err != nil || c.T.IsZero() || c.P == "" || c.E == "" || storable("cursor", c.P+c.E) != nil {
 		return claim.Position{}, false, bad("cursor: not one this API handed out")
 	}
 	return claim.Position{FirstSeenAt: c.T, Provider: c.P, EventID: c.E}, c.B, nil

@@ -346,7 +346,11 @@ func prettyPayload(body []byte, encoding string) string {
 }
 
 func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p principal) {
-	provider, eventID := r.PathValue("provider"), r.PathValue("event_id")
+	provider, eventID, err := pathClaim(r)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/claims")
+		return
+	}
 	c, ds, err := s.store.Get(r.Context(), provider, eventID)
 	if errors.Is(err, claim.ErrNotFound) {
 		err = &operator.NotFoundError{Msg: "No claim " + cut(provider, 64) + "/" + cut(eventID, 255) + "."}
@@ -382,8 +386,11 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 type confirmPage struct{ Provider, EventID string }
 
 func (s *Server) handleConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
-	provider, eventID := r.PathValue("provider"), r.PathValue("event_id")
-	if _, _, err := s.store.Get(r.Context(), provider, eventID); err != nil {
+	provider, eventID, err := pathClaim(r)
+	if err == nil {
+		_, _, err = s.store.Get(r.Context(), provider, eventID)
+	}
+	if err != nil {
 		if errors.Is(err, claim.ErrNotFound) {
 			err = &operator.NotFoundError{Msg: "No claim " + cut(provider, 64) + "/" + cut(eventID, 255) + "."}
 		}
@@ -394,7 +401,11 @@ func (s *Server) handleConfirmPage(w http.ResponseWriter, r *http.Request, p pri
 }
 
 func (s *Server) handleRetryPage(w http.ResponseWriter, r *http.Request, p principal) {
-	provider, eventID := r.PathValue("provider"), r.PathValue("event_id")
+	provider, eventID, err := pathClaim(r)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/claims")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if err := r.ParseForm(); err != nil {
 		s.pageError(w, r, &p, bad("the form could not be read"), claimURL(provider, eventID))
@@ -419,11 +430,13 @@ func (s *Server) handleRoutesPage(w http.ResponseWriter, r *http.Request, p prin
 
 func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Request, principal) {
 	return func(w http.ResponseWriter, r *http.Request, p principal) {
-		var err error
-		if pause {
-			err = s.actions.PauseRoute(r.Context(), p.Name, r.PathValue("name"))
-		} else {
-			_, err = s.actions.ResumeRoute(r.Context(), p.Name, r.PathValue("name"))
+		name, err := pathRoute(r)
+		switch {
+		case err != nil:
+		case pause:
+			err = s.actions.PauseRoute(r.Context(), p.Name, name)
+		default:
+			_, err = s.actions.ResumeRoute(r.Context(), p.Name, name)
 		}
 		if err != nil {
 			s.pageError(w, r, &p, err, "/console/routes")
