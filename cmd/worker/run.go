@@ -27,6 +27,7 @@ import (
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
@@ -210,7 +211,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		if err != nil {
 			return err
 		}
-		files, err := consoleSecretFiles(cfg.Console, logger)
+		files, err := consoleSecretFiles(cfg.Console, logger, boot.Redactor)
 		if err != nil {
 			return err
 		}
@@ -297,19 +298,32 @@ func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger)
 
 // consoleSecretFiles opens the console's password_file and token_file
 // secrets by user or token name; a file that cannot be read, or holds fewer
-// than config.MinConsoleSecret bytes, stops the start naming its key.
-func consoleSecretFiles(c config.Console, logger *slog.Logger) (map[string]*secretfile.File, error) {
+// than config.MinConsoleSecret bytes, stops the start naming its key. Read
+// again, a file is held to the same rule (else the last good secret stays,
+// and the log names the key), and a new secret joins red (nil for none) at
+// once.
+func consoleSecretFiles(c config.Console, logger *slog.Logger, red *sanitize.Redactor) (map[string]*secretfile.File, error) {
 	files := map[string]*secretfile.File{}
+	rules := secretfile.Rules{
+		Check: func(b []byte) error {
+			if len(b) < config.MinConsoleSecret {
+				return fmt.Errorf("holds fewer than %d characters", config.MinConsoleSecret)
+			}
+			return nil
+		},
+		Changed: func(b []byte) {
+			if red != nil {
+				red.Add(string(b))
+			}
+		},
+	}
 	open := func(key, name, path string) error {
 		if path == "" {
 			return nil
 		}
-		f, err := secretfile.Open(path, key, logger)
+		f, err := secretfile.OpenWith(path, key, logger, rules)
 		if err != nil {
 			return err
-		}
-		if len(f.Value()) < config.MinConsoleSecret {
-			return fmt.Errorf("%s: file %s holds fewer than %d characters", key, path, config.MinConsoleSecret)
 		}
 		files[name] = f
 		return nil

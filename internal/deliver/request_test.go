@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 const testSigningSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -216,7 +219,8 @@ func TestRouteClientTLSFiles(t *testing.T) {
 // TestSigningSecretFileRotates: a route's signing_secret_file is read at
 // start and again when it changes, so the attempts after a rotation are
 // signed with the new secret (and no longer with the old) without a
-// restart, and a file that stops holding a secret names its key.
+// restart; the new secret is redacted at once; and contents that hold no
+// secret are refused as at start, the last good secret kept.
 func TestSigningSecretFileRotates(t *testing.T) {
 	t.Parallel()
 	path := t.TempDir() + "/signing-secret"
@@ -224,7 +228,8 @@ func TestSigningSecretFileRotates(t *testing.T) {
 	cfg := &config.Config{Routes: []config.Route{
 		{Name: "ship", URL: "http://downstream.internal/hooks/ship", SigningSecretFile: path},
 	}}
-	w, err := NewWorker(Options{Config: cfg})
+	logs := &proctest.Buffer{}
+	w, err := NewWorker(Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
 	r, _ := w.routes.Route("ship")
 	payload := []byte(`{"id":"evt_1"}`)
@@ -255,14 +260,20 @@ func TestSigningSecretFileRotates(t *testing.T) {
 	require.NoError(t, err)
 	require.Error(t, oldWH.Verify(payload, h), "the old secret signs nothing after the rotation")
 
+	// Contents refused at start are refused when read again: the last good
+	// secret signs on, and the log names the key, never the contents.
 	require.NoError(t, os.WriteFile(path, []byte("whsec_not base64!"), 0o600))
 	require.Eventually(t, func() bool {
-		_, err := sign()
-		return err != nil
-	}, 30*time.Second, 50*time.Millisecond, "a file that no longer holds a secret still signs")
-	_, err = sign()
-	require.ErrorContains(t, err, "routes[0].signing_secret_file: file "+path+" does not hold a Standard Webhooks secret")
-	require.NotContains(t, err.Error(), "not base64!")
+		_, _ = sign() // each attempt may read the file again
+		return strings.Contains(logs.String(), "secret file not reloaded")
+	}, 30*time.Second, 50*time.Millisecond, "the refused contents are never logged as refused")
+	require.Contains(t, logs.String(), `"key":"routes[0].signing_secret_file"`)
+	require.Contains(t, logs.String(), "does not hold a Standard Webhooks secret")
+	require.NotContains(t, logs.String(), "not base64!")
+	h, err = sign()
+	require.NoError(t, err)
+	require.NoError(t, newWH.Verify(payload, h), "the last good secret still signs")
+	require.Equal(t, "sig [redacted]", w.redact.String("sig "+newSecret), "the rotated secret joined the redactor")
 
 	_, err = NewWorker(Options{Config: &config.Config{Routes: []config.Route{
 		{Name: "ship", URL: "http://downstream.internal/hooks/ship", SigningSecretFile: path + ".missing"},

@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -38,6 +39,15 @@ func newSigner(key string, secret []byte, file *secretfile.File) (*signer, error
 	return s, nil
 }
 
+// checkSigningSecret is the rule a signing_secret_file's contents meet, at
+// start and when read again.
+func checkSigningSecret(b []byte) error {
+	if _, err := standardwebhooks.NewWebhook(string(b)); err != nil {
+		return errors.New("does not hold a Standard Webhooks secret (whsec_ followed by base64)")
+	}
+	return nil
+}
+
 func webhookOf(key string, secret []byte) (*standardwebhooks.Webhook, error) {
 	wh, err := standardwebhooks.NewWebhook(string(secret))
 	if err != nil {
@@ -46,10 +56,9 @@ func webhookOf(key string, secret []byte) (*standardwebhooks.Webhook, error) {
 	return wh, nil
 }
 
-// Sign returns the signature of body under msgID at ts. A file whose new
-// contents are not a Standard Webhooks secret fails the attempt, naming the
-// key: signing with the old secret after a rotation would be refused by the
-// downstream anyway, and quietly.
+// Sign returns the signature of body under msgID at ts, with the file's
+// current secret: contents that are no Standard Webhooks secret are refused
+// by the file's rules (checkSigningSecret), which keep the last good one.
 func (s *signer) Sign(msgID string, ts time.Time, body []byte) (string, error) {
 	s.mu.Lock()
 	if s.file != nil {

@@ -212,7 +212,12 @@ func NewWorker(o Options) (*Worker, error) {
 		var s *signer
 		if r.SigningSecretFile != "" {
 			key := fmt.Sprintf("routes[%d].signing_secret_file", i)
-			file, err := secretfile.Open(r.SigningSecretFile, key, w.logger)
+			// A rotated secret is checked as at start (else the last good
+			// one signs on), and joins the redactor before it is sent.
+			file, err := secretfile.OpenWith(r.SigningSecretFile, key, w.logger, secretfile.Rules{
+				Check:   checkSigningSecret,
+				Changed: func(b []byte) { w.redact.Add(string(b)) },
+			})
 			if err != nil {
 				return nil, err
 			}

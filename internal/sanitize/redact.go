@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Redacted is what a secret's value is replaced with.
@@ -28,32 +30,52 @@ const MinSecretLen = 4
 // value, the credentials alone (a Basic value also decoded, and its
 // password).
 //
-// The nil *Redactor redacts nothing. A Redactor is safe for concurrent use.
+// The nil *Redactor redacts nothing. A Redactor is safe for concurrent use,
+// Add included: a secret read again from its file joins it at once.
 type Redactor struct {
+	mu    sync.Mutex // serializes Add
+	seen  map[string]bool
+	state atomic.Pointer[redactorState]
+}
+
+// redactorState is one Redactor's forms and their replacer, swapped whole
+// when Add brings new ones.
+type redactorState struct {
 	forms    []string // every form, longest first
 	replacer *strings.Replacer
 }
 
 // NewRedactor returns a Redactor of values. Values shorter than
-// MinSecretLen are ignored. It returns nil when no value is left.
+// MinSecretLen are ignored; with none left it redacts nothing until Add
+// brings one.
 func NewRedactor(values ...string) *Redactor {
-	seen := map[string]bool{}
+	r := &Redactor{seen: map[string]bool{}}
+	r.Add(values...)
+	return r
+}
+
+// Add makes r redact values too, from its next call on. It costs a rebuild
+// of r's replacer, so it is for a secret that changed, not for every call.
+func (r *Redactor) Add(values ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var forms []string
-	add := func(f string) {
-		if len(f) >= MinSecretLen && !seen[f] {
-			seen[f] = true
-			forms = append(forms, f)
-		}
+	if st := r.state.Load(); st != nil {
+		forms = slices.Clone(st.forms)
 	}
+	n := len(forms)
 	for _, v := range values {
 		for _, s := range derived(v) {
 			for _, f := range encodings(s) {
-				add(f)
+				if len(f) >= MinSecretLen && !r.seen[f] {
+					r.seen[f] = true
+					forms = append(forms, f)
+				}
 			}
 		}
 	}
-	if len(forms) == 0 {
-		return nil
+	if len(forms) == n {
+		return
 	}
 	// Longest first, so that a form containing another is replaced whole.
 	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
@@ -61,7 +83,15 @@ func NewRedactor(values ...string) *Redactor {
 	for _, f := range forms {
 		pairs = append(pairs, f, Redacted)
 	}
-	return &Redactor{forms: forms, replacer: strings.NewReplacer(pairs...)}
+	r.state.Store(&redactorState{forms: forms, replacer: strings.NewReplacer(pairs...)})
+}
+
+// current is r's state; nil when r redacts nothing.
+func (r *Redactor) current() *redactorState {
+	if r == nil {
+		return nil
+	}
+	return r.state.Load()
 }
 
 // derived is v and the parts of it a downstream might quote on their own.
@@ -123,10 +153,11 @@ func lower(c byte) byte {
 
 // String returns s with every form of every secret replaced by Redacted.
 func (r *Redactor) String(s string) string {
-	if r == nil || s == "" {
+	st := r.current()
+	if st == nil || s == "" {
 		return s
 	}
-	return r.replacer.Replace(s)
+	return st.replacer.Replace(s)
 }
 
 // Head is String for the first bytes of a longer text, cut at the end of
@@ -134,20 +165,21 @@ func (r *Redactor) String(s string) string {
 // beyond it is redacted too, by treating a trailing prefix of any form as
 // the secret. Cut such text only after redacting it, never before.
 func (r *Redactor) Head(head []byte, truncated bool) []byte {
-	if r == nil || len(head) == 0 {
+	st := r.current()
+	if st == nil || len(head) == 0 {
 		return head
 	}
-	s := r.replacer.Replace(string(head))
+	s := st.replacer.Replace(string(head))
 	if truncated {
-		s = r.trailingPrefix(s)
+		s = st.trailingPrefix(s)
 	}
 	return []byte(s)
 }
 
 // trailingPrefix replaces the longest proper prefix of a form that s ends with.
-func (r *Redactor) trailingPrefix(s string) string {
+func (st *redactorState) trailingPrefix(s string) string {
 	longest := 0
-	for _, f := range r.forms {
+	for _, f := range st.forms {
 		for k := min(len(f)-1, len(s)); k > longest; k-- {
 			if strings.HasSuffix(s, f[:k]) {
 				longest = k

@@ -71,7 +71,7 @@ func TestRedactorLeavesOtherText(t *testing.T) {
 	r := sanitize.NewRedactor("whsec_abcdefgh", "abc") // too short to look for
 	require.Equal(t, "HTTP 401 Unauthorized: abc", r.String("HTTP 401 Unauthorized: abc"))
 	require.Equal(t, "x [redacted] y", r.String("x whsec_abcdefgh y"))
-	require.Nil(t, sanitize.NewRedactor("", "ab"))
+	require.Equal(t, "ab x", sanitize.NewRedactor("", "ab").String("ab x"), "nothing to redact")
 	var none *sanitize.Redactor
 	require.Equal(t, "as is", none.String("as is"))
 	require.Equal(t, []byte("as is"), none.Head([]byte("as is"), true))
@@ -111,4 +111,23 @@ func TestRedactorHandler(t *testing.T) {
 	require.NotContains(t, out.String(), "4eC39HqL", out.String())
 	require.Contains(t, out.String(), `"status":401`)
 	require.Equal(t, 5, strings.Count(out.String(), sanitize.Redacted), out.String())
+}
+
+// TestRedactorAdd: a value added later (a secret read again from its file)
+// is redacted from the next call on, in its every form, in text and in the
+// log, and the values from before still are.
+func TestRedactorAdd(t *testing.T) {
+	t.Parallel()
+	r := sanitize.NewRedactor()
+	var logs bytes.Buffer
+	logger := slog.New(r.Handler(slog.NewTextHandler(&logs, nil)))
+	logger.Info("before", slog.String("v", "rotated-secret/0001"))
+	require.Contains(t, logs.String(), "rotated-secret/0001", "not yet known")
+	r.Add("old-secret-0000")
+	r.Add("rotated-secret/0001")
+	require.Equal(t, "[redacted] [redacted] [redacted]", r.String("old-secret-0000 rotated-secret/0001 rotated-secret%2F0001"))
+	require.Equal(t, []byte("x[redacted]"), r.Head([]byte("xrotated-sec"), true))
+	logs.Reset()
+	logger.Info("after", slog.String("v", "rotated-secret/0001"))
+	require.NotContains(t, logs.String(), "rotated-secret")
 }

@@ -45,13 +45,26 @@ func Read(path string) ([]byte, error) {
 	return b, nil
 }
 
+// Rules are what a File's contents must meet, at start and every time the
+// file is read again, and who hears of a new value.
+type Rules struct {
+	// Check refuses contents that are no valid secret (too short, not of
+	// the form the key needs); nil accepts any. Its error must name the
+	// problem, never quote the contents.
+	Check func([]byte) error
+	// Changed is called with each new value accepted after start, before
+	// it is used: a redactor adds it there. Nil for nobody.
+	Changed func([]byte)
+}
+
 // File is one secret file, named in messages by the config key that names
-// it. Value reads it again at most every Check; a file that cannot be read
-// or is empty then leaves the last good value in place, and is logged once
-// per distinct problem.
+// it. Value reads it again at most every Check; a file that cannot be read,
+// is empty or fails its Rules then leaves the last good value in place, and
+// is logged once per distinct problem, naming the key, never the value.
 type File struct {
 	path, key string
 	logger    *slog.Logger
+	rules     Rules
 
 	mu      sync.Mutex
 	checked time.Time
@@ -62,14 +75,31 @@ type File struct {
 // Open reads the file once; a problem is an error naming key, for the
 // binary to stop at start.
 func Open(path, key string, logger *slog.Logger) (*File, error) {
-	b, err := Read(path)
+	return OpenWith(path, key, logger, Rules{})
+}
+
+// OpenWith is Open with rules, which the contents must meet at start (or
+// the error names key) and at every read after it.
+func OpenWith(path, key string, logger *slog.Logger, rules Rules) (*File, error) {
+	b, err := read(path, rules)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &File{path: path, key: key, logger: logger, checked: time.Now(), value: b}, nil
+	return &File{path: path, key: key, logger: logger, rules: rules, checked: time.Now(), value: b}, nil
+}
+
+// read is Read, then rules' Check.
+func read(path string, rules Rules) ([]byte, error) {
+	b, err := Read(path)
+	if err == nil && rules.Check != nil {
+		if cerr := rules.Check(b); cerr != nil {
+			return nil, fmt.Errorf("file %s %w", path, cerr)
+		}
+	}
+	return b, err
 }
 
 // Value returns the secret as it is now. Callers must not modify it.
@@ -81,7 +111,7 @@ func (f *File) Value() []byte {
 		return f.value
 	}
 	f.checked = now
-	b, err := Read(f.path)
+	b, err := read(f.path, f.rules)
 	switch {
 	case err != nil:
 		if msg := err.Error(); msg != f.lastErr {
@@ -90,6 +120,9 @@ func (f *File) Value() []byte {
 				slog.String("key", f.key), slog.String("error", msg))
 		}
 	case !bytes.Equal(b, f.value):
+		if f.rules.Changed != nil {
+			f.rules.Changed(b)
+		}
 		f.value, f.lastErr = b, ""
 		f.logger.Info("secret file changed: using the new secret", slog.String("key", f.key))
 	}
