@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -161,6 +162,19 @@ func tokenHash(token string) []byte {
 	return sum[:]
 }
 
+// fingerprint binds a session's token to the password it signed in with:
+// HMAC-SHA-256 keyed by the password's digest, over the token. The session
+// row keeps it; each request recomputes it from the password as it is now,
+// so a changed password (at a restart, or a password_file read again) ends
+// the session. Without the token, which only the cookie holds, a read of
+// the table learns nothing of the password.
+func fingerprint(digest [sha256.Size]byte, token string) []byte {
+	m := hmac.New(sha256.New, digest[:])
+	m.Write([]byte("hookgate console session v1\x00"))
+	m.Write([]byte(token))
+	return m.Sum(nil)
+}
+
 // startSession stores a new session for p and sets its cookie: HttpOnly,
 // SameSite=Strict, and Secure when the request came over TLS (directly or
 // through a proxy that says so).
@@ -174,8 +188,9 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principa
 	if _, err := s.db.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now()`); err != nil {
 		return err
 	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO console_sessions (token_hash, actor, expires_at)
-VALUES ($1, $2, now() + make_interval(secs => $3))`, tokenHash(token), p.Name, s.ttl.Seconds()); err != nil {
+	fp := fingerprint(s.users[p.Name].secret.digest(), token)
+	if _, err := s.db.Exec(ctx, `INSERT INTO console_sessions (token_hash, actor, expires_at, fingerprint)
+VALUES ($1, $2, now() + make_interval(secs => $3), $4)`, tokenHash(token), p.Name, s.ttl.Seconds(), fp); err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -190,15 +205,18 @@ func overTLS(r *http.Request) bool {
 }
 
 // session returns who the request's session cookie signs in as; false
-// without a live session, or when its user is no longer configured.
+// without a live session. A session whose user is no longer configured, or
+// whose password has changed since it signed in (its fingerprint does not
+// match), is ended: its row is deleted.
 func (s *Server) session(r *http.Request) (principal, string, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
 		return principal{}, "", false
 	}
 	var name string
-	err = s.db.QueryRow(r.Context(), `SELECT actor FROM console_sessions WHERE token_hash = $1 AND expires_at > now()`,
-		tokenHash(c.Value)).Scan(&name)
+	var fp []byte
+	err = s.db.QueryRow(r.Context(), `SELECT actor, fingerprint FROM console_sessions WHERE token_hash = $1 AND expires_at > now()`,
+		tokenHash(c.Value)).Scan(&name, &fp)
 	if err != nil {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			s.logger.Warn("console: reading a session", slog.String("error", err.Error()))
@@ -206,10 +224,34 @@ func (s *Server) session(r *http.Request) (principal, string, bool) {
 		return principal{}, "", false
 	}
 	acct, ok := s.users[name]
-	if !ok {
+	if !ok || !hmac.Equal(fp, fingerprint(acct.secret.digest(), c.Value)) {
+		if _, err := s.db.Exec(r.Context(), `DELETE FROM console_sessions WHERE token_hash = $1`, tokenHash(c.Value)); err != nil {
+			s.logger.Warn("console: ending a stale session", slog.String("error", err.Error()))
+		} else if ok {
+			s.logger.Info("console: session ended: the user's password changed", slog.String("user", name))
+		}
 		return principal{}, "", false
 	}
 	return principal{Name: name, Role: acct.role}, c.Value, true
+}
+
+// endAllSessions deletes every session of p, the request's own included,
+// in one transaction with its audit row, and clears the cookie.
+func (s *Server) endAllSessions(w http.ResponseWriter, r *http.Request, p principal) error {
+	ctx := r.Context()
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE actor = $1`, p.Name)
+		if err != nil {
+			return err
+		}
+		return operator.Record(ctx, tx, s.logger, p.Name, operator.ActionEndSessions, "",
+			map[string]any{"via": "console", "sessions": tag.RowsAffected()})
+	})
+	if err != nil {
+		return err
+	}
+	s.clearCookie(w, r)
+	return nil
 }
 
 // endSession deletes the session's row, which ends it on every replica,
@@ -218,7 +260,11 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, token string
 	if _, err := s.db.Exec(r.Context(), `DELETE FROM console_sessions WHERE token_hash = $1`, tokenHash(token)); err != nil {
 		return err
 	}
+	s.clearCookie(w, r)
+	return nil
+}
+
+func (s *Server) clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
-	return nil
 }

@@ -129,6 +129,7 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/sign-in", s.handleSignInPage)
 	mux.HandleFunc("POST /console/sign-in", s.handleSignIn)
 	mux.HandleFunc("POST /console/sign-out", s.handleSignOut)
+	mux.HandleFunc("POST /console/sessions/end-all", s.page(false, s.handleEndAllSessions))
 	mux.HandleFunc("GET /console/{$}", s.page(false, s.handleOverview))
 	mux.HandleFunc("GET /console/claims", s.page(false, s.handleClaimsPage))
 	mux.HandleFunc("GET /console/claims/retry", s.page(true, s.handleBulkConfirmPage))

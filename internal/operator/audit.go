@@ -27,6 +27,7 @@ const (
 	ActionSignIn        = "sign_in"
 	ActionFailedSignIn  = "failed_sign_in"
 	ActionSignOut       = "sign_out"
+	ActionEndSessions   = "end_sessions"
 	maxAuditListLimit   = 500
 	defaultAuditListLen = 50
 )
