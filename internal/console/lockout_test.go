@@ -25,10 +25,6 @@ func basic(name, password string) cred {
 	return func(r *http.Request) { r.SetBasicAuth(name, password) }
 }
 
-func bearer(token string) cred {
-	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }
-}
-
 // guardBehindProxy is the default guard, believing X-Forwarded-For from
 // the loopback, where the tests' requests come from.
 func guardBehindProxy() *lockout.Guard {
