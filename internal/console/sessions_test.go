@@ -130,7 +130,7 @@ func TestEndAllSessions(t *testing.T) {
 
 	resp, body := b.do(t, http.MethodGet, "/console/", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, body, `action="/console/sessions/end-all"`, "a button on every page")
+	require.Contains(t, body, `formaction="/console/sessions/end-all"`, "a button on every page")
 	resp, body = b.do(t, http.MethodPost, "/console/sessions/end-all", url.Values{})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	require.Equal(t, "/console/sign-in", resp.Header.Get("Location"))
