@@ -15,6 +15,12 @@ const DefaultAddressFailures = 20
 // maxNameKey bounds the part of a name a Guard keeps.
 const maxNameKey = 64
 
+// DefaultClients is how many client addresses (and names from them) a
+// Guard from NewGuard tracks at once: past that many failing at once, the
+// untracked share one count (see Limiter), so it is sized for a large
+// spread of guessing addresses, at about 100 bytes each.
+const DefaultClients = 1 << 14
+
 // Guard limits failed sign-ins per client address and, for a name, per
 // name from that address. Nothing is counted per credential, nor per name
 // alone: a guesser's failures lock out the guesser's address, never a right
@@ -38,7 +44,11 @@ type Guard struct {
 
 // NewGuard returns a Guard with the default limits that believes proxies.
 func NewGuard(proxies []netip.Prefix) *Guard {
-	return &Guard{Addresses: Limiter{Failures: DefaultAddressFailures}, Proxies: proxies}
+	return &Guard{
+		Addresses: Limiter{Failures: DefaultAddressFailures, Names: DefaultClients},
+		Names:     Limiter{Names: DefaultClients},
+		Proxies:   proxies,
+	}
 }
 
 // Client is the address r's failures count under.
