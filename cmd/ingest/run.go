@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	srv.WithRedactor(boot.Redactor)
 	tracing, err := telemetry.New(ctx, env.Getenv, "hookgate-ingest")
 	if err != nil {
 		return err

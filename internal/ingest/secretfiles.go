@@ -32,6 +32,9 @@ type fileVerifier struct {
 	fixed    [][]byte
 	files    []secretFile
 	logger   *slog.Logger
+	// changed hears of each file's new contents, once they are in use; nil
+	// for nobody.
+	changed func(contents [][]byte)
 
 	current atomic.Pointer[verify.Verifier]
 
@@ -114,6 +117,9 @@ func (f *fileVerifier) refresh() {
 	if err == nil && !equalSecrets(contents, f.contents) {
 		var v verify.Verifier
 		if v, err = f.build(append(append([][]byte(nil), f.fixed...), contents...)); err == nil {
+			if f.changed != nil {
+				f.changed(contents)
+			}
 			f.contents = contents
 			f.current.Store(&v)
 			f.lastErr = ""

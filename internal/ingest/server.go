@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/logbudget"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -68,6 +70,28 @@ type Server struct {
 	tracer   tracer
 	// lines samples the INFO lines of accepted requests.
 	lines *logbudget.Budget
+	// redactor learns the secrets a provider's files bring in after start
+	// (see WithRedactor); nil for none.
+	redactor atomic.Pointer[sanitize.Redactor]
+}
+
+// WithRedactor makes every secret a provider's secrets_file or
+// public_keys_file brings in after start join r, the redactor of the
+// binary's logs, from the moment it is used.
+func (s *Server) WithRedactor(r *sanitize.Redactor) *Server {
+	s.redactor.Store(r)
+	return s
+}
+
+// redactNew adds a provider's new file contents to the redactor.
+func (s *Server) redactNew(contents [][]byte) {
+	r := s.redactor.Load()
+	if r == nil {
+		return
+	}
+	for _, c := range contents {
+		r.Add(string(c))
+	}
 }
 
 // New builds the server over cfg's routes, compiled (route.New). It fails
@@ -119,7 +143,11 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 				c.Secrets = secrets
 				return verify.New(c)
 			}
-			v, err = newFileVerifier(p.Name, files, vc.Secrets, build, logger)
+			var fv *fileVerifier
+			if fv, err = newFileVerifier(p.Name, files, vc.Secrets, build, logger); err == nil {
+				fv.changed = s.redactNew
+				v = fv
+			}
 		} else {
 			v, err = verify.New(vc)
 		}
