@@ -16,7 +16,9 @@ import (
 
 type acceptAll struct{}
 
-func (acceptAll) Verify([]byte, http.Header, time.Time) (verify.Event, error) { return verify.Event{}, nil }
+func (acceptAll) Verify([]byte, http.Header, time.Time) (verify.Event, error) {
+	return verify.Event{}, nil
+}
 
 // TestRotatedProviderSecretJoinsTheRedactor: a secret a provider's file
 // brings in after start joins the server's redactor as soon as it is in
