@@ -96,8 +96,8 @@ func (s *Store) MoveJobsToRouteQueues(ctx context.Context, routes []string) (int
 
 // Queues is the part of a River client that reads, pauses and resumes
 // queues. Pause and resume are stored in Postgres, so they hold for every
-// worker process, and River's UI shows them.
-// The …Tx forms let a pause or resume commit with its audit row.
+// worker process, and River's UI shows them. The …Tx forms let a pause or
+// resume commit with its audit row.
 type Queues interface {
 	QueueGet(ctx context.Context, name string) (*rivertype.Queue, error)
 	QueuePause(ctx context.Context, name string, opts *river.QueuePauseOpts) error
