@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -111,4 +113,24 @@ func TestUnknownAndKnownNamesAnswerAlike(t *testing.T) {
 	status2, _ := e.call(t, from("203.0.113.9", badPass), http.MethodGet, "/api/v1/claims", nil, nil)
 	require.Equal(t, status, status2, "after other unknown names, an unknown name and a known one still answer alike")
 	require.Equal(t, http.StatusUnauthorized, status)
+
+	// The sign-in form alike.
+	forms := map[string][]string{}
+	for _, c := range []struct{ addr, name string }{{"203.0.113.3", "alice"}, {"203.0.113.4", "mallory"}} {
+		for range 6 {
+			form := url.Values{"name": {c.name}, "password": {"wrong-password-1"}}
+			req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/console/sign-in", strings.NewReader(form.Encode()))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-For", c.addr)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			forms[c.name] = append(forms[c.name], fmt.Sprintf("%s retry-after:%t %s", resp.Status, resp.Header.Get("Retry-After") != "", body))
+		}
+	}
+	require.Equal(t, forms["alice"], forms["mallory"], "the form tells a known name from an unknown one by nothing")
+	require.Contains(t, forms["alice"][5], "429")
 }
