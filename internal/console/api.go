@@ -55,7 +55,7 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 	for i, d := range ds {
 		out[i] = deliveryView{
 			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: s.cfg.MaxAttempts(d.Route),
-			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
+			LastError: reasonOnly(d.LastError), IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
 			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result, After: d.After,
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Server) detail(ctx context.Context, provider, eventID string, p princip
 	if err != nil {
 		return claimDetail{}, err
 	}
-	d := claimDetail{claimView: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
+	d := claimDetail{claimView: claimView{Record: withoutAnswers(c), Deliveries: s.deliveryViews(ds)}}
 	// Viewers never see responses: they are not even read.
 	attempts, err := s.store.Attempts(ctx, provider, eventID, p.Operator())
 	if err != nil {
@@ -146,6 +146,7 @@ func (s *Server) detail(ctx context.Context, provider, eventID string, p princip
 		if as == nil {
 			as = []claim.AttemptRecord{}
 		}
+		attemptsWithoutAnswers(as)
 		d.Deliveries[i].Attempts = &as
 	}
 	if p.Operator() {

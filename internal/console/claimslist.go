@@ -250,7 +250,7 @@ func (s *Server) claimViews(ctx context.Context, claims []claim.Record) ([]claim
 	}
 	views := make([]claimView, len(claims))
 	for i, c := range claims {
-		views[i] = claimView{Record: c, Deliveries: s.deliveryViews(ds[keys[i]])}
+		views[i] = claimView{Record: withoutAnswers(c), Deliveries: s.deliveryViews(ds[keys[i]])}
 	}
 	return views, nil
 }

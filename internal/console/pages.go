@@ -317,7 +317,7 @@ func timeline(ds []deliveryView, attempts map[string][]claim.AttemptRecord, full
 				row.Status = strconv.Itoa(*a.StatusCode)
 			}
 			if a.Error != nil {
-				row.Error = *a.Error
+				row.Error = reasonOnly(*a.Error)
 			}
 			if full {
 				row.Full = fullAttempt(a)
@@ -360,7 +360,7 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 		s.pageError(w, r, &p, err, "/console/claims")
 		return
 	}
-	d := claimPage{Claim: claimView{Record: c, Deliveries: s.deliveryViews(ds)}}
+	d := claimPage{Claim: claimView{Record: withoutAnswers(c), Deliveries: s.deliveryViews(ds)}}
 	// Viewers never see requests or answers: they are not even read.
 	attempts, err := s.store.Attempts(r.Context(), provider, eventID, p.Operator())
 	if err != nil {
