@@ -15,7 +15,7 @@ const maxAuditFilterLen = 512
 
 // auditActions are the actions the audit page's filter offers.
 var auditActions = []string{operator.ActionRetry, operator.ActionBulkRetry, operator.ActionPause, operator.ActionResume,
-	operator.ActionSignIn, operator.ActionFailedSignIn, operator.ActionSignOut}
+	operator.ActionSignIn, operator.ActionFailedSignIn, operator.ActionSignOut, operator.ActionEndSessions}
 
 // parseAuditFilter reads the audit's actor, action and target filters,
 // each matched exactly.
