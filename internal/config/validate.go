@@ -27,39 +27,24 @@ var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // holding that many row locks, and the point of batching is to keep it short.
 const maxRetentionBatch = 100000
 
-var schemes = []string{
-	SchemeStripe, SchemeGitHub, SchemeShopify, SchemeStandardWebhooks, SchemeHMAC,
-	SchemePaddle, SchemeSquare, SchemeEasyPost, SchemeAdyen, SchemePayPal, SchemeEd25519, SchemeECDSA,
-}
-
-// schemeSettings says which schemes each scheme-specific provider key
-// applies to; on any other it is an error, so that a misplaced key is not
-// silently ignored.
-var schemeSettings = []struct {
-	key     string
-	value   func(Provider) string
-	schemes []string
-}{
-	{"header", func(p Provider) string { return p.Header }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
-	{"prefix", func(p Provider) string { return p.Prefix }, []string{SchemeHMAC}},
-	{"encoding", func(p Provider) string { return p.Encoding }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
-	{"id_from", func(p Provider) string { return p.IDFrom }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
-	{"type_from", func(p Provider) string { return p.TypeFrom }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
-	{"timestamp_header", func(p Provider) string { return p.TimestampHeader }, []string{SchemeHMAC, SchemeEd25519, SchemeECDSA}},
-	{"notification_url", func(p Provider) string { return p.NotificationURL }, []string{SchemeSquare}},
-	{"webhook_id", func(p Provider) string { return p.WebhookID }, []string{SchemePayPal}},
-	{"cert_file", func(p Provider) string { return p.CertFile }, []string{SchemePayPal}},
-	{"ca_file", func(p Provider) string { return p.CAFile }, []string{SchemePayPal}},
-}
-
-// publicKeyScheme reports whether scheme verifies with public keys
-// (public_keys_env) rather than secrets.
-func publicKeyScheme(scheme string) bool { return scheme == SchemeEd25519 || scheme == SchemeECDSA }
-
 // Validate checks the whole configuration and reports every problem found,
 // one per line, each naming the key path.
 func (c *Config) Validate() error {
 	var v validator
+	c.validateSettings(&v)
+	providers := c.validateProviders(&v)
+	routes := map[string]bool{}
+	for i, r := range c.Routes {
+		c.validateRoute(&v, fmt.Sprintf("routes[%d]", i), r, providers, routes)
+	}
+	c.validateConcurrency(&v)
+	c.validateAfter(&v)
+	v.console(c.Console)
+	return v.err()
+}
+
+// validateSettings checks the ingest, worker and retention settings.
+func (c *Config) validateSettings(v *validator) {
 	if c.Ingest.MaxBodyBytes < 1 {
 		v.add("ingest.max_body_bytes", "must be at least 1, got %d", c.Ingest.MaxBodyBytes)
 	}
@@ -91,83 +76,62 @@ func (c *Config) Validate() error {
 	if c.Retention.BatchSize < 1 || c.Retention.BatchSize > maxRetentionBatch {
 		v.add("retention.batch_size", "must be between 1 and %d, got %d", maxRetentionBatch, c.Retention.BatchSize)
 	}
+}
 
-	if len(c.Providers) == 0 {
-		v.add("providers", "at least one provider is required")
+// validateRoute checks route r at key; providers names the configured
+// providers, and routes the names of the routes checked before it, to
+// which r's is added.
+func (c *Config) validateRoute(v *validator, key string, r Route, providers, routes map[string]bool) {
+	switch {
+	case r.Name == "":
+		v.add(key+".name", "is required")
+	case !nameRE.MatchString(r.Name):
+		v.add(key+".name", "%q must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit", r.Name)
+	case routes[r.Name]:
+		v.add(key+".name", "%q is used by another route", r.Name)
 	}
-	providers := map[string]bool{}
-	for i, p := range c.Providers {
-		key := fmt.Sprintf("providers[%d]", i)
-		switch {
-		case p.Name == "":
-			v.add(key+".name", "is required")
-		case !nameRE.MatchString(p.Name):
-			v.add(key+".name", "%q must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit", p.Name)
-		case providers[p.Name]:
-			v.add(key+".name", "%q is used by another provider", p.Name)
-		}
-		providers[p.Name] = true
-		v.provider(key, p)
+	routes[r.Name] = true
+	switch {
+	case r.Provider == "":
+		v.add(key+".provider", "is required")
+	case !providers[r.Provider]:
+		v.add(key+".provider", "%q is not a configured provider", r.Provider)
 	}
-
-	routes := map[string]bool{}
-	for i, r := range c.Routes {
-		key := fmt.Sprintf("routes[%d]", i)
-		switch {
-		case r.Name == "":
-			v.add(key+".name", "is required")
-		case !nameRE.MatchString(r.Name):
-			v.add(key+".name", "%q must be lower-case letters, digits, - or _ (at most 63), starting with a letter or digit", r.Name)
-		case routes[r.Name]:
-			v.add(key+".name", "%q is used by another route", r.Name)
-		}
-		routes[r.Name] = true
-		switch {
-		case r.Provider == "":
-			v.add(key+".provider", "is required")
-		case !providers[r.Provider]:
-			v.add(key+".provider", "%q is not a configured provider", r.Provider)
-		}
-		if len(r.Events) == 0 {
-			v.add(key+".events", "at least one event type or pattern is required")
-		}
-		for j, e := range r.Events {
-			if err := validPattern(e); err != nil {
-				v.add(fmt.Sprintf("%s.events[%d]", key, j), "%q %v", e, err)
-			}
-		}
-		v.url(key+".url", r.URL)
-		v.positive(key+".timeout", r.Timeout)
-		if end := c.Worker.EndBound(); r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout.D()+end >= c.Worker.RescueAfter.D() {
-			v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s) less the %s a run may take past its call, or a live run would be rescued while it runs",
-				r.Timeout.D(), c.Worker.RescueAfter.D(), end)
-		}
-		if r.MaxAttempts < 1 {
-			v.add(key+".max_attempts", "must be at least 1, got %d", r.MaxAttempts)
-		}
-		v.positive(key+".backoff.initial", r.Backoff.Initial)
-		v.positive(key+".backoff.max", r.Backoff.Max)
-		if r.Backoff.Initial > r.Backoff.Max {
-			v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
-		}
-		v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
-		v.breaker(key+".breaker", r.Breaker)
-		if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
-			v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
-		}
-		switch {
-		case r.SigningSecretFile != "" && r.SigningSecretEnv != "":
-			v.add(key+".signing_secret_file", "is set beside signing_secret_env: name the secret once")
-		case r.SigningSecretFile != "":
-			v.filePath(key+".signing_secret_file", r.SigningSecretFile)
-		}
-		v.validBusinessKey(key+".business_key", r.BusinessKey)
-		v.request(key, r)
+	if len(r.Events) == 0 {
+		v.add(key+".events", "at least one event type or pattern is required")
 	}
-	c.validateConcurrency(&v)
-	c.validateAfter(&v)
-	v.console(c.Console)
-	return v.err()
+	for j, e := range r.Events {
+		if err := validPattern(e); err != nil {
+			v.add(fmt.Sprintf("%s.events[%d]", key, j), "%q %v", e, err)
+		}
+	}
+	v.url(key+".url", r.URL)
+	v.positive(key+".timeout", r.Timeout)
+	if end := c.Worker.EndBound(); r.Timeout > 0 && c.Worker.RescueAfter > 0 && r.Timeout.D()+end >= c.Worker.RescueAfter.D() {
+		v.add(key+".timeout", "%s must be shorter than worker.rescue_after (%s) less the %s a run may take past its call, or a live run would be rescued while it runs",
+			r.Timeout.D(), c.Worker.RescueAfter.D(), end)
+	}
+	if r.MaxAttempts < 1 {
+		v.add(key+".max_attempts", "must be at least 1, got %d", r.MaxAttempts)
+	}
+	v.positive(key+".backoff.initial", r.Backoff.Initial)
+	v.positive(key+".backoff.max", r.Backoff.Max)
+	if r.Backoff.Initial > r.Backoff.Max {
+		v.add(key+".backoff.initial", "%s is longer than backoff.max (%s)", r.Backoff.Initial.D(), r.Backoff.Max.D())
+	}
+	v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
+	v.breaker(key+".breaker", r.Breaker)
+	if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
+		v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
+	}
+	switch {
+	case r.SigningSecretFile != "" && r.SigningSecretEnv != "":
+		v.add(key+".signing_secret_file", "is set beside signing_secret_env: name the secret once")
+	case r.SigningSecretFile != "":
+		v.filePath(key+".signing_secret_file", r.SigningSecretFile)
+	}
+	v.validBusinessKey(key+".business_key", r.BusinessKey)
+	v.request(key, r)
 }
 
 // validateAfter checks each route's after: the routes named exist, belong
@@ -324,142 +288,6 @@ func (v *validator) request(key string, r Route) {
 	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
 		v.add(key+".tls", "cert_file and key_file go together: give both or neither")
 	}
-}
-
-func (v *validator) provider(key string, p Provider) {
-	known := false
-	for _, s := range schemes {
-		known = known || p.Scheme == s
-	}
-	switch {
-	case p.Scheme == "":
-		v.add(key+".scheme", "is required (one of %s)", strings.Join(schemes, ", "))
-	case !known:
-		v.add(key+".scheme", "%q is not a known scheme (one of %s)", p.Scheme, strings.Join(schemes, ", "))
-	}
-	secrets := len(p.SecretsEnv) + len(p.SecretsFile)
-	publicKeys := len(p.PublicKeysEnv) + len(p.PublicKeysFile)
-	// refuse names each of keys that is set: they do not apply to the scheme.
-	refuse := func(why string, keys map[string]int) {
-		for _, k := range []string{"secrets_env", "secrets_file", "public_keys_env", "public_keys_file"} {
-			if keys[k] > 0 {
-				v.add(key+"."+k, "%s", why)
-			}
-		}
-	}
-	switch {
-	case !known:
-	case p.Scheme == SchemePayPal:
-		refuse("does not apply to scheme paypal, which verifies with cert_file", map[string]int{
-			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile),
-			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
-	case publicKeyScheme(p.Scheme):
-		refuse(fmt.Sprintf("does not apply to scheme %s, which verifies with public_keys_env", p.Scheme), map[string]int{
-			"secrets_env": len(p.SecretsEnv), "secrets_file": len(p.SecretsFile)})
-		if publicKeys == 0 {
-			v.add(key+".public_keys_env", "at least one environment variable name (or public_keys_file) is required for scheme %s", p.Scheme)
-		}
-	default:
-		if secrets == 0 {
-			v.add(key+".secrets_env", "at least one environment variable name is required")
-		}
-		refuse(fmt.Sprintf("applies only to scheme ed25519, ecdsa, not %s", p.Scheme), map[string]int{
-			"public_keys_env": len(p.PublicKeysEnv), "public_keys_file": len(p.PublicKeysFile)})
-	}
-	for j, name := range p.SecretsEnv {
-		if !envRE.MatchString(name) {
-			v.add(fmt.Sprintf("%s.secrets_env[%d]", key, j), "%q is not an environment variable name", name)
-		}
-	}
-	for j, name := range p.PublicKeysEnv {
-		if !envRE.MatchString(name) {
-			v.add(fmt.Sprintf("%s.public_keys_env[%d]", key, j), "%q is not an environment variable name", name)
-		}
-	}
-	for _, f := range []struct {
-		field string
-		paths []string
-	}{{"secrets_file", p.SecretsFile}, {"public_keys_file", p.PublicKeysFile}} {
-		for j, path := range f.paths {
-			v.filePath(fmt.Sprintf("%s.%s[%d]", key, f.field, j), path)
-		}
-	}
-	v.positive(key+".tolerance", p.Tolerance)
-	if p.OnFailedRedelivery != RedeliveryReopen && p.OnFailedRedelivery != RedeliveryAck {
-		v.add(key+".on_failed_redelivery", "%q must be reopen or ack", p.OnFailedRedelivery)
-	}
-	if p.ReplayGuard != ReplayGuardOff && p.ReplayGuard != ReplayGuardBody {
-		v.add(key+".replay_guard", "%q must be off or body", p.ReplayGuard)
-	}
-	if p.ScopeFrom != "" {
-		if err := validSource(p.ScopeFrom); err != nil {
-			v.add(key+".scope_from", "%q %v", p.ScopeFrom, err)
-		}
-	}
-	if !known {
-		return
-	}
-	for _, s := range schemeSettings {
-		if s.value(p) != "" && !slices.Contains(s.schemes, p.Scheme) {
-			v.add(key+"."+s.key, "applies only to scheme %s, not %s", strings.Join(s.schemes, ", "), p.Scheme)
-		}
-	}
-
-	switch p.Scheme {
-	case SchemeSquare:
-		if p.NotificationURL == "" {
-			v.add(key+".notification_url", "is required for scheme square (the URL exactly as configured in Square)")
-		} else if u, err := url.Parse(p.NotificationURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add(key+".notification_url", "must be an absolute http or https URL")
-		}
-	case SchemePayPal:
-		if p.WebhookID == "" {
-			v.add(key+".webhook_id", "is required for scheme paypal (the id PayPal gave the webhook)")
-		}
-		if p.CertFile == "" {
-			v.add(key+".cert_file", "is required for scheme paypal (PayPal's signing certificate: a PEM file or a directory of them)")
-		}
-		if p.CAFile == "" {
-			v.add(key+".ca_file", "is required for scheme paypal (the CA bundle PayPal's certificate must chain to)")
-		}
-	case SchemeHMAC, SchemeEd25519, SchemeECDSA:
-		v.signatureHeaders(key, p)
-	}
-}
-
-// signatureHeaders checks the keys of hmac, ed25519 and ecdsa: where the
-// signature, the timestamp and the event's fields are read.
-func (v *validator) signatureHeaders(key string, p Provider) {
-	if p.Header == "" {
-		v.add(key+".header", "is required for scheme %s", p.Scheme)
-	}
-	switch {
-	case p.Encoding == "hex", p.Encoding == "base64":
-	case p.Encoding == "" && publicKeyScheme(p.Scheme):
-	default:
-		v.add(key+".encoding", "%q must be hex or base64 for scheme %s", p.Encoding, p.Scheme)
-	}
-	if publicKeyScheme(p.Scheme) && p.TimestampHeader == "" {
-		v.add(key+".timestamp_header", "is required for scheme %s (the header holding the signed unix timestamp)", p.Scheme)
-	}
-	if p.IDFrom == "" {
-		v.add(key+".id_from", "is required for scheme %s (header:NAME or json:dotted.path)", p.Scheme)
-	} else if err := validSource(p.IDFrom); err != nil {
-		v.add(key+".id_from", "%q %v", p.IDFrom, err)
-	}
-	if p.TypeFrom != "" {
-		if err := validSource(p.TypeFrom); err != nil {
-			v.add(key+".type_from", "%q %v", p.TypeFrom, err)
-		}
-	}
-}
-
-func validSource(s string) error {
-	kind, arg, ok := strings.Cut(s, ":")
-	if !ok || (kind != "header" && kind != "json") || arg == "" || strings.ContainsAny(arg, " \t") {
-		return errors.New("must be header:NAME or json:dotted.path")
-	}
-	return nil
 }
 
 func validPattern(p string) error {
