@@ -211,12 +211,30 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#pause-ship")),
 	), "resuming the route")
 	require.Equal(t, "active", text("tr.route .route-state"))
+
+	// An open circuit (as the breaker leaves one) is shown on the routes
+	// page and closed there by hand.
+	_, err = db.Pool.Exec(context.Background(), `INSERT INTO route_breakers (route, state, failures, cool_down_ms, next_probe_at)
+VALUES ('ship', 'open', 10, 30000, now() + interval '1 hour')
+ON CONFLICT (route) DO UPDATE SET state = 'open', failures = 10, cool_down_ms = 30000, next_probe_at = now() + interval '1 hour'`)
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Reload(),
+		chromedp.WaitVisible(css("#close-breaker-ship")),
+	), "an open circuit on the routes page")
+	require.Contains(t, text("tr.route .route-breaker"), "open, probe at")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(css("#close-breaker-ship")),
+		chromedp.WaitNotPresent(css("#close-breaker-ship")),
+	), "closing the circuit by hand")
+	require.Equal(t, "closed", text("tr.route .route-breaker"))
+
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css(`nav a[href="/console/audit"]`)),
 		chromedp.WaitVisible(css("#audit")),
 	), "opening the audit")
 	audit := text("#audit")
-	for _, row := range []string{"alice\tresume\tship", "alice\tpause\tship", "alice\tretry\tstripe/evt_fails", "alice\tsign_in"} {
+	for _, row := range []string{"alice\tbreaker_close\tship", "alice\tresume\tship", "alice\tpause\tship", "alice\tretry\tstripe/evt_fails", "alice\tsign_in"} {
 		require.Contains(t, audit, row)
 	}
 	require.NoError(t, chromedp.Do(ctx,
