@@ -22,7 +22,7 @@ import (
 // longer than running them: at 20 events/s, 1.8 ms of planning against
 // 0.9 ms of execution for the claim statement, and 4.9 ms of planning in
 // all per event delivered, on the path from accept to downstream and on
-// Postgres' CPU (docs/benchmarks.md, "Plans made at every run"). Each
+// Postgres' CPU (docs/benchmarks-history.md, "Plans made at every run"). Each
 // finds its rows through primary keys or ctids whatever the statistics
 // say, so its generic plan is what any batch wants (plan_internal_test.go
 // plans each of them generically), and it is made once per connection.
@@ -60,7 +60,7 @@ func queueSessionPlans(b *pgx.Batch) {
 // young installation, or the backlog after an outage, which is when a
 // drain is long) Postgres plans that join as two scans of the whole table:
 // 10 – 18 ms a batch, about a sixth of the database's time in a drain
-// (docs/benchmarks.md, "River's completion planned by key"). At this cost
+// (docs/benchmarks-history.md, "River's completion planned by key"). At this cost
 // it looks the ids up by the primary key. No public River API lets
 // hookgate send that statement another way, and River sends it on the
 // pool's connections, so the setting is the worker's sessions'. hookgate's
