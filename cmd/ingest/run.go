@@ -13,8 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
@@ -64,9 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg.Ingest.Listen = cmp.Or(common.Listen, cfg.Ingest.Listen)
 
 	// Insert-only: never started, no workers, so ingest links no worker code.
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, FetchCooldown: insertNotifyCooldown})
+	jobs, err := claim.NewInsertClient(pool, logger, insertNotifyCooldown)
 	if err != nil {
-		return fmt.Errorf("creating job client: %w", err)
+		return err
 	}
 	store := claim.NewStore(pool, jobs, cfg.MaxAttempts)
 

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
@@ -69,10 +67,10 @@ func openStore(ctx context.Context, common cli.Common, env cli.Env) (*config.Con
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	jobs, err := claim.NewInsertClient(pool, nil, 0)
 	if err != nil {
 		pool.Close()
-		return nil, nil, nil, fmt.Errorf("creating job client: %w", err)
+		return nil, nil, nil, err
 	}
 	return cfg, claim.NewStore(pool, jobs, cfg.MaxAttempts), pool, nil
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
@@ -49,15 +47,14 @@ const pausedMessage = "route paused: no new attempts until it is resumed"
 // queue starts paused, which River announces to no subscriber. Called after
 // the River client has started, so a pause that lands meanwhile is logged
 // here, by logPauses, or by both.
-func logPausedRoutes(ctx context.Context, client *river.Client[pgx.Tx], cfg *config.Config, logger *slog.Logger) {
+func logPausedRoutes(ctx context.Context, store *claim.Store, q claim.Queues, cfg *config.Config, logger *slog.Logger) {
 	for _, r := range cfg.Routes {
-		q, err := client.QueueGet(ctx, claim.Queue(r.Name))
+		paused, err := store.RoutePaused(ctx, q, r.Name)
 		switch {
-		case errors.Is(err, rivertype.ErrNotFound):
 		case err != nil:
 			logger.Warn("could not read whether a route is paused", slog.String("route", r.Name), slog.String("error", err.Error()))
-		case q.PausedAt != nil:
-			logger.Info(pausedMessage, slog.String("queue", q.Name), slog.String("route", r.Name))
+		case paused:
+			logger.Info(pausedMessage, slog.String("queue", claim.Queue(r.Name)), slog.String("route", r.Name))
 		}
 	}
 }
@@ -70,27 +67,15 @@ func logPauses(client *river.Client[pgx.Tx], cfg *config.Config, logger *slog.Lo
 	for _, r := range cfg.Routes {
 		routeOf[claim.Queue(r.Name)] = r.Name
 	}
-	events, cancel := client.Subscribe(river.EventKindQueuePaused, river.EventKindQueueResumed)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range events {
-			if ev.Queue == nil {
-				continue
-			}
-			what, attrs := "queue", []any{slog.String("queue", ev.Queue.Name)}
-			if route, ok := routeOf[ev.Queue.Name]; ok {
-				what, attrs = "route", append(attrs, slog.String("route", route))
-			}
-			if ev.Kind == river.EventKindQueueResumed {
-				logger.Info(what+" resumed", attrs...)
-			} else {
-				logger.Info(strings.Replace(pausedMessage, "route", what, 1), attrs...)
-			}
+	return claim.WatchQueuePauses(client, func(queue string, resumed bool) {
+		what, attrs := "queue", []any{slog.String("queue", queue)}
+		if route, ok := routeOf[queue]; ok {
+			what, attrs = "route", append(attrs, slog.String("route", route))
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+		if resumed {
+			logger.Info(what+" resumed", attrs...)
+		} else {
+			logger.Info(strings.Replace(pausedMessage, "route", what, 1), attrs...)
+		}
+	})
 }

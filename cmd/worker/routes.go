@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
@@ -50,10 +49,10 @@ func openRoutes(ctx context.Context, common cli.Common, env cli.Env) (*routesDB,
 	if err != nil {
 		return nil, err
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	client, err := claim.NewInsertClient(pool, nil, 0)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("creating job client: %w", err)
+		return nil, err
 	}
 	return &routesDB{cfg: cfg, store: claim.NewStore(pool, client, cfg.MaxAttempts), queues: client, pool: pool}, nil
 }

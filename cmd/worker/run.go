@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"riverqueue.com/riverui"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
@@ -157,7 +156,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	river.AddWorker(workers, delivery)
 	river.AddWorker(workers, reconciler)
 	river.AddWorker(workers, retainer)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+	client, err := claim.NewWorkClient(pool, &river.Config{
 		Logger:               logger,
 		Workers:              workers,
 		Queues:               deliver.Queues(cfg),
@@ -173,7 +172,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		DiscardedJobRetentionPeriod: jobRetention.Discarded,
 	})
 	if err != nil {
-		return fmt.Errorf("creating job client: %w", err)
+		return err
 	}
 	stopPauseLog := logPauses(client, cfg, logger)
 	defer stopPauseLog()
@@ -183,7 +182,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	}
 	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
 		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
-		deliver.NewQueueCollector(deliver.OldestQueuedDelivery(client), dbCheckTimeout, logger))
+		deliver.NewQueueCollector(claim.OldestDueDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
@@ -242,7 +241,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
 		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
 		slog.String("random_page_cost", sessionCost(ctx, pool)))
-	logPausedRoutes(ctx, client, cfg, logger)
+	logPausedRoutes(ctx, store, client, cfg, logger)
 
 	var serveErr error
 	select {

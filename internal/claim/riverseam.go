@@ -16,8 +16,9 @@ import (
 // river_job and river_queue schemas of River's migrations up to it, what
 // its completion (JobCompleteTx, the statement its completer sends) does
 // with a job the seam deleted (TestRiverCompletionConformance) and how its
-// queue calls behave. TestRiverVersionChecked fails when go.mod moves to
-// another release: check this file again, then update it.
+// queue calls behave, and the clients and calls of riverclient.go.
+// TestRiverVersionChecked fails when go.mod moves to another release:
+// check this file and riverclient.go again, then update it.
 const riverChecked = "v0.51.2"
 
 // riverTables is the one seam between the claim store and River's own

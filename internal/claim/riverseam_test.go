@@ -29,7 +29,7 @@ func TestRiverVersionChecked(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	v := strings.TrimSpace(string(out))
 	require.Equalf(t, riverChecked, v, "River is %s, but internal/claim/riverseam.go was checked against %s: "+
-		"re-check its statements against River's river_job and river_queue schemas and its JobCompleteTx, then update riverChecked",
+		"re-check its statements against River's river_job and river_queue schemas and its JobCompleteTx, and riverclient.go's calls, then update riverChecked",
 		v, riverChecked)
 }
 
