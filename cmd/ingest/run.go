@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	store := claim.NewStore(pool, jobs, cfg.MaxAttempts)
+	store := claim.NewStore(pool, jobs, boot.Routes.MaxAttempts)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -141,7 +141,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	defer delivery.Close() // after River has stopped, below
-	maxAttempts := cfg.MaxAttempts
+	maxAttempts := boot.Routes.MaxAttempts
 	reconciler := maintenance.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;

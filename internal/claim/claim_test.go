@@ -209,8 +209,9 @@ func TestClaim(t *testing.T) {
 WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType))
 		require.Equal(t, want, payload)
 		require.Equal(t, "application/json; charset=utf-8", contentType)
-		d, err := b.store.LoadDelivery(t.Context(), key("evt_win", "mail"))
+		loaded, err := b.store.LoadDeliveries(t.Context(), []claim.Key{key("evt_win", "mail")})
 		require.NoError(t, err)
+		d := loaded[0]
 		require.Equal(t, want, d.Payload, "the worker forwards exactly what was received")
 		require.Equal(t, ev.ContentType, d.ContentType)
 

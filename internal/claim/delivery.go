@@ -60,18 +60,6 @@ type Delivery struct {
 // Key returns the key of d.
 func (d *Delivery) Key() Key { return Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route} }
 
-// LoadDelivery returns the delivery k with its claim's payload.
-func (s *Store) LoadDelivery(ctx context.Context, k Key) (Delivery, error) {
-	ds, err := s.LoadDeliveries(ctx, []Key{k})
-	if err != nil {
-		return Delivery{}, err
-	}
-	if ds[0] == nil {
-		return Delivery{}, fmt.Errorf("loading delivery %s: %w", k, ErrNotFound)
-	}
-	return *ds[0], nil
-}
-
 // deliveryColumns returns the columns of a Delivery, in its fields' order,
 // over webhook_deliveries d joined to webhook_event_claims c; businessKey,
 // result, results and payload are what to read as its BusinessKey, Result,
@@ -104,8 +92,9 @@ CROSS JOIN LATERAL (
     WHERE d.provider = k.provider AND d.event_id = k.event_id AND d.route = k.route
     LIMIT 1) x`
 
-// LoadDeliveries is LoadDelivery for many keys in one query: ds[i] is the
-// delivery of keys[i], or nil when there is none.
+// LoadDeliveries returns the deliveries of keys, each with its claim's
+// payload, in one query: ds[i] is the delivery of keys[i], or nil when
+// there is none.
 func (s *Store) LoadDeliveries(ctx context.Context, keys []Key) (ds []*Delivery, err error) {
 	providers, ids, routes := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {

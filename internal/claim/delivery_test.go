@@ -14,14 +14,24 @@ import (
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
-func TestLoadDelivery(t *testing.T) {
+// TestLoadDeliveryColumns: a delivery comes with every column of its
+// own and of its claim, and a key of another route, event or provider
+// gets none.
+func TestLoadDeliveryColumns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.claimed(t, "evt_1", "ship", "mail")
 	b.record(t, key("evt_1", "ship"), retry)
 
-	d, err := b.store.LoadDelivery(t.Context(), key("evt_1", "ship"))
+	missing := []claim.Key{key("evt_1", "ledger"), key("evt_2", "ship"), {Provider: "github", EventID: "evt_1", Route: "ship"}}
+	ds, err := b.store.LoadDeliveries(t.Context(), append([]claim.Key{missing[0], key("evt_1", "ship"), missing[1], key("evt_1", "mail")}, missing[2]))
 	require.NoError(t, err)
+	require.Len(t, ds, 5)
+	for _, i := range []int{0, 2, 4} {
+		require.Nil(t, ds[i], "key %d has no delivery", i)
+	}
+	require.Equal(t, key("evt_1", "mail"), ds[3].Key())
+	d := ds[1]
 	c, _ := b.get(t, "evt_1")
 	require.Equal(t, key("evt_1", "ship"), claim.Key{Provider: d.Provider, EventID: d.EventID, Route: d.Route})
 	require.Equal(t, claim.DeliveryProcessing, d.Status)
@@ -34,10 +44,6 @@ func TestLoadDelivery(t *testing.T) {
 	require.Equal(t, []byte(`{"id": "evt_1"}`), d.Payload)
 	require.True(t, d.ClaimFirstSeen.Equal(c.FirstSeenAt))
 
-	for _, k := range []claim.Key{key("evt_1", "ledger"), key("evt_2", "ship"), {Provider: "github", EventID: "evt_1", Route: "ship"}} {
-		_, err := b.store.LoadDelivery(t.Context(), k)
-		require.ErrorIs(t, err, claim.ErrNotFound, k.String())
-	}
 }
 
 // TestRecordAttempt's subtests share a database; each works on events of

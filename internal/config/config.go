@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -491,32 +490,9 @@ func (c *Config) Route(name string) (Route, bool) {
 	return Route{}, false
 }
 
-// HasDependents reports whether another route names route in its after:
-// completing route's delivery may release theirs.
-func (c *Config) HasDependents(route string) bool {
-	for _, r := range c.Routes {
-		if slices.Contains(r.After, route) {
-			return true
-		}
-	}
-	return false
-}
-
 // MaxAttempts returns route's max_attempts, or 0 for a route that is not
 // configured (any more): the number a delivery job is enqueued with.
 func (c *Config) MaxAttempts(route string) int {
 	r, _ := c.Route(route)
 	return r.MaxAttempts
-}
-
-// MatchingRoutes returns the routes of provider whose event patterns match
-// eventType, in file order: the deliveries one event fans out to.
-func (c *Config) MatchingRoutes(provider, eventType string) []Route {
-	var out []Route
-	for _, r := range c.Routes {
-		if r.Provider == provider && r.Matches(eventType) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/route"
 )
 
 // breakerRefresh is how old this worker's copy of the routes' breakers may
@@ -49,10 +50,10 @@ type breakers struct {
 	refreshing atomic.Bool
 }
 
-func newBreakers(db claim.DB, cfg *config.Config, logger *slog.Logger, timeout time.Duration) *breakers {
+func newBreakers(db claim.DB, cfg *config.Config, routes *route.Table, logger *slog.Logger, timeout time.Duration) *breakers {
 	b := &breakers{store: claim.NewStore(db, nil, nil), settings: map[string]claim.BreakerSettings{},
 		lease: map[string]time.Duration{}, logger: logger, timeout: timeout, now: time.Now, known: map[string]claim.Breaker{}}
-	for _, r := range cfg.Routes {
+	for _, r := range routes.Routes() {
 		if r.Breaker.On() {
 			// Config.Parse sets these defaults; a Config built in code may not.
 			coolDown := cmp.Or(r.Breaker.CoolDown.D(), config.DefaultBreakerCoolDown)

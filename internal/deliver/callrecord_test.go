@@ -25,13 +25,13 @@ func TestSentRequestRedactsSecrets(t *testing.T) {
 	w, err := NewWorker(Options{Config: cfg, SigningSecrets: map[string][]byte{"ship": []byte(testSigningSecret)},
 		SecretHeaders: map[string]map[string]string{"ship": {"X-Api-Key": "sk_live_abcdefghijkl", "Authorization": "Bearer tok_abcdefghijkl"}}})
 	require.NoError(t, err)
-	r, _ := w.routes.Route("ship")
+	r := w.runtimes["ship"]
 	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"evt_1"}`)}
 	req, err := w.request(context.Background(), r, d, 4)
 	require.NoError(t, err)
 
-	sent := w.sentRequest(r, req)
+	sent := w.sentRequest(r.Route, req)
 	require.Equal(t, http.MethodPost, sent.Method)
 	require.NotContains(t, sent.URL, "hunter2-url-pass")
 	require.Contains(t, sent.URL, "downstream.internal/hooks/ship?x=1")

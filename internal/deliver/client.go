@@ -49,3 +49,18 @@ func routeClient(i int, r config.Route, concurrency int) (*http.Client, error) {
 	c.Transport.(*http.Transport).TLSClientConfig = tc
 	return c, nil
 }
+
+// NewHTTPClient returns the client for downstream calls: connections are
+// kept for reuse up to concurrency per host, and redirects are answered
+// rather than followed. Each attempt bounds itself with its route's timeout.
+func NewHTTPClient(concurrency int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(100, concurrency)
+	t.MaxIdleConnsPerHost = max(2, concurrency)
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}

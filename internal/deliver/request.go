@@ -34,7 +34,7 @@ func event(d claim.Delivery) route.Event {
 // request builds what the contract says the worker sends downstream, as
 // attempt number attempt: the route's shaped body (or the payload as it
 // came), its static and secret headers, then hookgate's own.
-func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) (*http.Request, error) {
+func (w *Worker) request(ctx context.Context, r *routeRuntime, d claim.Delivery, attempt int) (*http.Request, error) {
 	ev := event(d)
 	body, contentType, err := r.Body(ctx, ev, d.Payload, d.ContentType)
 	if err != nil {
@@ -73,7 +73,7 @@ func (w *Worker) request(ctx context.Context, r *route.Route, d claim.Delivery, 
 	h.Set("Hookgate-Event-Type", headerValue(d.EventType))
 	h.Set("Hookgate-Route", d.Route)
 	h.Set("Hookgate-Attempt", strconv.Itoa(attempt))
-	if wh := w.signers[r.Name]; wh != nil {
+	if wh := r.signer; wh != nil {
 		ts := w.now()
 		sig, err := wh.Sign(key, ts, body)
 		if err != nil {

@@ -38,7 +38,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("CarriesTheContractHeadersAndTheBodyByteForByte", func(t *testing.T) {
 		t.Parallel()
-		r, _ := w.routes.Route("ship")
+		r := w.runtimes["ship"]
 		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		require.Equal(t, http.MethodPost, req.Method)
@@ -68,7 +68,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("SignatureVerifiesWithTheOfficialLibrary", func(t *testing.T) {
 		t.Parallel()
-		r, _ := w.routes.Route("ship")
+		r := w.runtimes["ship"]
 		req, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
@@ -87,7 +87,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("UnsignedRouteSendsNoSignature", func(t *testing.T) {
 		t.Parallel()
-		r, _ := w.routes.Route("mail")
+		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.ContentType = "mail", ""
 		req, err := w.request(context.Background(), r, md, 1)
@@ -100,7 +100,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("ContentEncodingIsForwardedAsReceived", func(t *testing.T) {
 		t.Parallel()
-		r, _ := w.routes.Route("mail")
+		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.ContentEncoding = "mail", "gzip"
 		req, err := w.request(context.Background(), r, md, 1)
@@ -113,7 +113,7 @@ func TestRequest(t *testing.T) {
 
 	t.Run("ControlCharactersInTheEventTypeCannotBreakTheRequest", func(t *testing.T) {
 		t.Parallel()
-		r, _ := w.routes.Route("mail")
+		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.EventType = "mail", "invoice.paid\r\nX-Injected: 1"
 		req, err := w.request(context.Background(), r, md, 1)
@@ -154,7 +154,7 @@ func TestShapedRequest(t *testing.T) {
 		ContentType: "application/json; charset=utf-8", Payload: payload,
 	}
 	key := d.Key().IdempotencyKey()
-	r, _ := w.routes.Route("create-shipment")
+	r := w.runtimes["create-shipment"]
 
 	req, err := w.request(context.Background(), r, d, 1)
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestShapedRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, req.Header.Values("Content-Encoding"), "a shaped body is hookgate's own JSON, not the provider's encoding")
 
-	broken, _ := w.routes.Route("broken")
+	broken := w.runtimes["broken"]
 	bd := d
 	bd.Route = "broken"
 	o := w.call(context.Background(), broken, bd, 1)
@@ -231,7 +231,7 @@ func TestSigningSecretFileRotates(t *testing.T) {
 	logs := &proctest.Buffer{}
 	w, err := NewWorker(Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
-	r, _ := w.routes.Route("ship")
+	r := w.runtimes["ship"]
 	payload := []byte(`{"id":"evt_1"}`)
 	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "t", Payload: payload}
 	sign := func() (http.Header, error) {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -21,7 +20,6 @@ import (
 	"github.com/hookgate/hookgate/internal/logbudget"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
-	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -35,16 +33,6 @@ func attemptGrace(cfg *config.Config) time.Duration { return cfg.Worker.EndBound
 // the worker began to stop is still written down. An end may wait for two
 // (see newCompleter): with the grace, the end bound. 10s by default.
 func recordTimeout(cfg *config.Config) time.Duration { return cfg.Worker.EndBound() * 2 / 5 }
-
-// Body bytes read from a response: a short prefix for the attempt's
-// response, then up to drainBytes more so the connection can be reused.
-const (
-	snippetBytes = 4 << 10
-	drainBytes   = 64 << 10
-)
-
-// resultBytes bounds the answer a route's result program reads.
-const resultBytes = 64 << 10
 
 // Options configure a Worker.
 type Options struct {
@@ -120,17 +108,17 @@ type Options struct {
 type Worker struct {
 	river.WorkerDefaults[claim.DeliveryArgs]
 
-	cfg     *config.Config
-	routes  *route.Table
-	clients map[string]*http.Client
-	signers map[string]*signer
-	loads   *loader
-	ends    *completer
-	logger  *slog.Logger
-	metrics *Metrics
-	tracer  tracer
-	redact  *sanitize.Redactor
-	now     func() time.Time
+	cfg    *config.Config
+	routes *route.Table
+	// runtimes holds each configured route's runtime, by name.
+	runtimes map[string]*routeRuntime
+	loads    *loader
+	ends     *completer
+	logger   *slog.Logger
+	metrics  *Metrics
+	tracer   tracer
+	redact   *sanitize.Redactor
+	now      func() time.Time
 
 	// hints carries a Retry-After from Work to NextRetry, by job ID. River
 	// calls NextRetry with the job row as it was before the failed run, so
@@ -138,13 +126,6 @@ type Worker struct {
 	// process, one right after the other.
 	mu    sync.Mutex
 	hints map[int64]time.Duration
-
-	// calls holds, per configured route, one token per call in flight: the
-	// route's concurrency, exact in this process. River's slots for the
-	// route's queue are callSlots times as many (see Queues), so that the
-	// fetch, the batched load and the batched end of one job overlap
-	// another's call instead of holding a call's place.
-	calls map[string]chan struct{}
 
 	// callers runs the calls themselves, on goroutines that outlive a job
 	// (see callPool).
@@ -178,61 +159,21 @@ func NewWorker(o Options) (*Worker, error) {
 	w := &Worker{
 		cfg:     o.Config,
 		routes:  routes,
-		clients: map[string]*http.Client{},
-		signers: map[string]*signer{},
 		loads:   newLoader(o.DB),
-		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config), o.Config.HasDependents, o.Config.MaxAttempts),
-		logger:  o.Logger,
+		ends:    newCompleter(o.DB, o.Metrics, recordTimeout(o.Config), routes.HasDependents, routes.MaxAttempts),
+		logger:  cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
 		metrics: o.Metrics,
 		tracer:  newTracer(o.Tracing),
 		redact:  redactorOf(o),
 		now:     time.Now,
 		hints:   map[int64]time.Duration{},
-		calls:   map[string]chan struct{}{},
 		callers: newCallPool(callerIdle),
 		lines:   logbudget.New(deliveredLinesPerSecond, deliveredLinesSummary),
 	}
-	for _, r := range o.Config.Routes {
-		w.calls[r.Name] = make(chan struct{}, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency))
+	if w.runtimes, err = w.newRuntimes(o); err != nil {
+		return nil, err
 	}
-	for i, r := range o.Config.Routes {
-		c := o.HTTPClient
-		if c == nil {
-			if c, err = routeClient(i, r, cmp.Or(r.Concurrency, o.Config.Worker.Concurrency)); err != nil {
-				return nil, err
-			}
-		}
-		w.clients[r.Name] = c
-	}
-	if w.logger == nil {
-		w.logger = slog.New(slog.DiscardHandler)
-	}
-	w.breakers = newBreakers(o.DB, o.Config, w.logger, recordTimeout(o.Config))
-	for i, r := range o.Config.Routes {
-		var s *signer
-		if r.SigningSecretFile != "" {
-			key := fmt.Sprintf("routes[%d].signing_secret_file", i)
-			// A rotated secret is checked as at start (else the last good
-			// one signs on), and joins the redactor before it is sent.
-			file, err := secretfile.OpenWith(r.SigningSecretFile, key, w.logger, secretfile.Rules{
-				Check:   checkSigningSecret,
-				Changed: func(b []byte) { w.redact.Add(string(b)) },
-			})
-			if err != nil {
-				return nil, err
-			}
-			if s, err = newSigner(key+": file "+r.SigningSecretFile, nil, file); err != nil {
-				return nil, err
-			}
-		} else if secret, ok := o.SigningSecrets[r.Name]; ok {
-			if s, err = newSigner(fmt.Sprintf("routes[%d].signing_secret_env: %s", i, r.SigningSecretEnv), secret, nil); err != nil {
-				return nil, err
-			}
-		}
-		if s != nil {
-			w.signers[r.Name] = s
-		}
-	}
+	w.breakers = newBreakers(o.DB, o.Config, routes, w.logger, recordTimeout(o.Config))
 	return w, nil
 }
 
@@ -240,21 +181,6 @@ func NewWorker(o Options) (*Worker, error) {
 // Call it once River has stopped working jobs; a call after it runs on
 // its job's goroutine.
 func (w *Worker) Close() { w.callers.close() }
-
-// NewHTTPClient returns the client for downstream calls: connections are
-// kept for reuse up to concurrency per host, and redirects are answered
-// rather than followed. Each attempt bounds itself with its route's timeout.
-func NewHTTPClient(concurrency int) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = max(100, concurrency)
-	t.MaxIdleConnsPerHost = max(2, concurrency)
-	return &http.Client{
-		Transport: t,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-}
 
 // JobTimeout is the River client's JobTimeout for cfg: the longest route
 // timeout plus a grace for the database work before the call, but never more
@@ -279,7 +205,7 @@ func jobTimeout(cfg *config.Config, routeTimeout time.Duration) time.Duration {
 // config.Worker.EndBound). A job of a
 // route that is gone gets River's default; it makes no call.
 func (w *Worker) Timeout(job *river.Job[claim.DeliveryArgs]) time.Duration {
-	r, ok := w.cfg.Route(job.Args.Route)
+	r, ok := w.runtimes[job.Args.Route]
 	if !ok {
 		return 0
 	}
@@ -292,7 +218,7 @@ func (w *Worker) Timeout(job *river.Job[claim.DeliveryArgs]) time.Duration {
 // capped by backoff.max either way.
 func (w *Worker) NextRetry(job *river.Job[claim.DeliveryArgs]) time.Time {
 	hint := w.takeHint(job.ID)
-	r, ok := w.cfg.Route(job.Args.Route)
+	r, ok := w.runtimes[job.Args.Route]
 	if !ok {
 		return time.Time{} // River's default; the next run fails the delivery
 	}
@@ -330,10 +256,11 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	// The call token is taken before the load, so that at most the route's
 	// concurrency of payloads are held waiting for their call, and given
 	// back as soon as the call returns, before the end is recorded.
+	rt, configured := w.runtimes[k.Route]
 	release := func() {}
-	if tokens, ok := w.calls[k.Route]; ok {
+	if configured {
 		var err error
-		if release, err = w.awaitCall(ctx, log, tokens); err != nil {
+		if release, err = w.awaitCall(ctx, log, rt.calls); err != nil {
 			return err
 		}
 		defer release()
@@ -365,8 +292,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 		log.Info("delivery is already " + string(d.Status) + "; job ends without a call")
 		return nil
 	}
-	r, ok := w.routes.Route(k.Route)
-	if !ok {
+	if !configured {
 		return w.ends.finish(ctx, job, log, d, callResult{verdict: rejected,
 			reason: fmt.Sprintf("route %q is no longer configured", k.Route)}, false)
 	}
@@ -377,7 +303,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
-	o := w.callers.run(func() callResult { return w.call(ctx, r, d, attempt) })
+	o := w.callers.run(func() callResult { return w.call(ctx, rt, d, attempt) })
 	// The breaker hears of the call before the token goes back, so that the
 	// next call of this process sees the circuit a failure opened. A
 	// delivery on a route with no failure counted writes nothing here.
@@ -441,85 +367,4 @@ func (w *Worker) awaitCall(ctx context.Context, log *jobLog, tokens chan struct{
 			<-tokens
 		}
 	}, nil
-}
-
-// call makes the one downstream request of this run and classifies its answer.
-func (w *Worker) call(ctx context.Context, r *route.Route, d claim.Delivery, attempt int) callResult {
-	timeout := r.Timeout.D()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ctx, span := w.tracer.startDownstream(ctx, r)
-	o := w.send(ctx, r, d, attempt, timeout)
-	w.redactResult(&o)
-	endDownstream(span, o)
-	return o
-}
-
-// send sends the request of call and classifies the answer.
-func (w *Worker) send(ctx context.Context, r *route.Route, d claim.Delivery, attempt int, timeout time.Duration) callResult {
-	req, err := w.request(ctx, r, d, attempt)
-	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
-			o := classifyError(err, timeout) // cut short before the call
-			o.unsent = true
-			return o
-		}
-		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
-	}
-	w.tracer.inject(ctx, req.Header)
-	sent := w.sentRequest(r, req)
-	resp, err := w.clients[r.Name].Do(req)
-	if err != nil {
-		o := classifyError(err, timeout)
-		o.request = sent
-		return o
-	}
-	defer resp.Body.Close()
-	var o callResult
-	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode) == delivered {
-		o = w.answer(ctx, r, d, resp)
-	} else {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-		head = w.redactHead(head)
-		o = classifyResponse(resp.StatusCode, resp.Header, w.now(), r.RetryStatuses...)
-		o.response = responseText(head)
-	}
-	o.request, o.responseHeaders = sent, w.answerHeaders(resp.Header)
-	return o
-}
-
-// answer reads a 2xx answer (up to resultBytes) for the route's success
-// and result programs. The success program decides whether the attempt
-// delivered (see judge); a result that cannot be computed leaves the
-// outcome delivered, with resultErr saying why.
-func (w *Worker) answer(ctx context.Context, r *route.Route, d claim.Delivery, resp *http.Response) callResult {
-	o := callResult{verdict: delivered, status: resp.StatusCode}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, resultBytes+1))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-	o.response = responseText(w.redactHead(body[:min(len(body), snippetBytes)]))
-	if r.HasSuccess() {
-		ok := false
-		if err == nil {
-			ok, o.successErr = r.Succeeded(ctx, event(d), resp.StatusCode, resp.Header, body[:min(len(body), route.MaxSuccessBytes)])
-		} else {
-			o.successErr = fmt.Errorf("reading the response: %s", describe(err, r.Timeout.D()))
-		}
-		if o.verdict = judge(resp.StatusCode, r.RetryStatuses, ok); !o.verdict.delivers() {
-			o.reason = notSatisfied
-			return o
-		}
-	}
-	if !r.HasResult() {
-		return o
-	}
-	switch {
-	case err != nil:
-		o.resultErr = fmt.Errorf("result: reading the response: %s", describe(err, r.Timeout.D()))
-	case len(body) > resultBytes:
-		o.resultErr = fmt.Errorf("result: the response is over %d KiB", resultBytes>>10)
-	default:
-		o.result, o.resultErr = r.Result(ctx, event(d), body)
-	}
-	return o
 }

@@ -206,9 +206,10 @@ func (b bundle) requireEnded(t *testing.T, tx pgx.Tx, id int64) {
 
 func delivery(t *testing.T, db claim.DB, id, route string) claim.Delivery {
 	t.Helper()
-	d, err := claim.NewStore(db, nil, nil).LoadDelivery(t.Context(), claim.Key{Provider: "stripe", EventID: id, Route: route})
+	ds, err := claim.NewStore(db, nil, nil).LoadDeliveries(t.Context(), []claim.Key{{Provider: "stripe", EventID: id, Route: route}})
 	require.NoError(t, err)
-	return d
+	require.NotNil(t, ds[0], "delivery %s of %s", route, id)
+	return *ds[0]
 }
 
 func claimStatus(t *testing.T, q claim.DB, id string) claim.Status {

@@ -44,6 +44,10 @@ type Event struct {
 type Route struct {
 	config.Route
 
+	// Dependents is whether another route names this one in its after:
+	// completing this route's delivery may release theirs.
+	Dependents bool
+
 	filter, body, result, path, success *program
 	// header holds the static and secret headers, canonical names; the
 	// values of secret ones must never be logged.
@@ -100,6 +104,13 @@ func New(cfg *config.Config, secretHeaders map[string]map[string]string) (*Table
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	for _, r := range t.routes {
+		for _, name := range r.After {
+			if p, ok := t.byName[name]; ok {
+				p.Dependents = true
+			}
+		}
+	}
 	return t, nil
 }
 
@@ -110,6 +121,23 @@ func (t *Table) Routes() []*Route { return t.routes }
 func (t *Table) Route(name string) (*Route, bool) {
 	r, ok := t.byName[name]
 	return r, ok
+}
+
+// MaxAttempts returns the max_attempts of the route named name, or 0 for
+// a route that is not configured (any more): the number a delivery job is
+// enqueued with (see claim.NewStore).
+func (t *Table) MaxAttempts(name string) int {
+	if r, ok := t.byName[name]; ok {
+		return r.MaxAttempts
+	}
+	return 0
+}
+
+// HasDependents reports whether another route names the route named name
+// in its after (Route.Dependents); false for a route not configured.
+func (t *Table) HasDependents(name string) bool {
+	r, ok := t.byName[name]
+	return ok && r.Dependents
 }
 
 // Unmatched is a route whose type patterns took an event but whose filter

@@ -318,3 +318,57 @@ func TestBodyIsParsedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `["ord_9"]`, key)
 }
+
+// TestMatchFansOutInFileOrder: an event goes to every route of its
+// provider whose event patterns take its type, in file order.
+func TestMatchFansOutInFileOrder(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, `
+providers:
+  - {name: stripe, scheme: stripe, secrets_env: [STRIPE_WEBHOOK_SECRET]}
+  - {name: github, scheme: github, secrets_env: [GITHUB_WEBHOOK_SECRET]}
+  - {name: shopify, scheme: shopify, secrets_env: [SHOPIFY_WEBHOOK_SECRET]}
+routes:
+  - {name: invoices, provider: stripe, events: ["invoice.*"], url: "http://a.internal/"}
+  - {name: github-all, provider: github, events: ["*"], url: "http://b.internal/"}
+  - {name: stripe-all, provider: stripe, events: ["*"], url: "http://c.internal/"}
+  - {name: paid, provider: stripe, events: ["invoice.paid"], url: "http://d.internal/"}
+  - {name: orders, provider: shopify, events: ["orders/*"], url: "http://e.internal/"}
+`)
+	tests := []struct {
+		name      string
+		provider  string
+		eventType string
+		want      []string
+	}{
+		{"FansOutInFileOrder", "stripe", "invoice.paid", []string{"invoices", "stripe-all", "paid"}},
+		{"OnlyCatchAll", "stripe", "charge.refunded", []string{"stripe-all"}},
+		{"OtherProviderOnly", "github", "invoice.paid", []string{"github-all"}},
+		{"ShopifyTopic", "shopify", "orders/create", []string{"orders"}},
+		{"NoRouteMatches", "shopify", "products/create", nil},
+		{"UnknownProvider", "paypal", "invoice.paid", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, unmatched := matchNames(tab, context.Background(), Event{Provider: tt.provider, ID: "evt_1", Type: tt.eventType}, []byte(`{}`))
+			require.Equal(t, tt.want, got)
+			require.Empty(t, unmatched)
+		})
+	}
+}
+
+// TestTableAttemptsAndDependents: the table answers a route's
+// max_attempts and whether another route runs after it, and 0 and false
+// for a route not configured.
+func TestTableAttemptsAndDependents(t *testing.T) {
+	t.Parallel()
+	tab := setup(t, chainYAML)
+	require.True(t, tab.HasDependents("create-shipment"))
+	require.True(t, tab.HasDependents("print-label"))
+	require.False(t, tab.HasDependents("notify"))
+	require.False(t, tab.HasDependents("loose"))
+	require.False(t, tab.HasDependents("gone"))
+	require.Equal(t, 10, tab.MaxAttempts("notify"), "the default")
+	require.Zero(t, tab.MaxAttempts("gone"))
+}
