@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Stats window bounds.
@@ -52,8 +50,9 @@ func rate(failed, completed int) float64 {
 }
 
 // readStats counts claims and deliveries first seen within window, by
-// provider and by route, through the first_seen_at index; the oldest
-// processing ages come from the partial indexes on processing rows.
+// provider and by route, and the oldest processing ages (claim.Store's
+// Stats), then rates and orders them for the API: every configured
+// provider and route appears, even with nothing to count.
 func (s *Server) readStats(ctx context.Context, window time.Duration) (stats, error) {
 	st := stats{Window: window.String(), Providers: []providerStats{}, Routes: []routeStats{}}
 	providers := map[string]*providerStats{}
@@ -80,37 +79,25 @@ func (s *Server) readStats(ctx context.Context, window time.Duration) (stats, er
 	for _, r := range s.cfg.Routes {
 		route(r.Name)
 	}
-	var name, status string
-	var n int
-	var age float64
-	for _, q := range []struct {
-		sql  string
-		args []any
-		scan []any
-		each func()
-	}{
-		{`SELECT provider, status, count(*) FROM webhook_event_claims
-WHERE first_seen_at >= now() - make_interval(secs => $1) GROUP BY provider, status`,
-			[]any{window.Seconds()}, []any{&name, &status, &n}, func() { provider(name).Claims[status] = n }},
-		{`SELECT d.route, d.status, count(*) FROM webhook_event_claims c
-JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
-WHERE c.first_seen_at >= now() - make_interval(secs => $1) GROUP BY d.route, d.status`,
-			[]any{window.Seconds()}, []any{&name, &status, &n}, func() { route(name).Deliveries[status] = n }},
-		{`SELECT provider, extract(epoch FROM now() - min(first_seen_at))::float8 FROM webhook_event_claims
-WHERE status = 'processing' GROUP BY provider`,
-			nil, []any{&name, &age}, func() { provider(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3 }},
-		{`SELECT d.route, extract(epoch FROM now() - min(c.first_seen_at))::float8 FROM webhook_deliveries d
-JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id
-WHERE d.status = 'processing' GROUP BY d.route`,
-			nil, []any{&name, &age}, func() { route(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3 }},
-	} {
-		rows, err := s.db.Query(ctx, q.sql, q.args...)
-		if err != nil {
-			return st, err
+	counts, err := s.store.Stats(ctx, window)
+	if err != nil {
+		return st, err
+	}
+	for name, byStatus := range counts.Claims {
+		for status, n := range byStatus {
+			provider(name).Claims[string(status)] = n
 		}
-		if _, err := pgx.ForEachRow(rows, q.scan, func() error { q.each(); return nil }); err != nil {
-			return st, err
+	}
+	for name, byStatus := range counts.Deliveries {
+		for status, n := range byStatus {
+			route(name).Deliveries[string(status)] = n
 		}
+	}
+	for name, age := range counts.OldestClaimSeconds {
+		provider(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3
+	}
+	for name, age := range counts.OldestDeliverySeconds {
+		route(name).OldestProcessingSeconds = math.Round(age*1e3) / 1e3
 	}
 	for _, p := range providers {
 		p.FailureRate = rate(p.Claims["failed"], p.Claims["completed"])
