@@ -55,10 +55,26 @@ type Options struct {
 	CountTimeout time.Duration
 }
 
+// claimReader is what the console reads of the claim tables itself; every
+// change to them goes through operator.Actions instead, so that it is
+// audited. *claim.Store is one.
+type claimReader interface {
+	Get(ctx context.Context, provider, eventID string) (claim.Record, []claim.Delivery, error)
+	Attempts(ctx context.Context, provider, eventID string, full bool) (map[string][]claim.AttemptRecord, error)
+	Payload(ctx context.Context, provider, eventID string) (body []byte, contentEncoding string, err error)
+	SearchClaims(ctx context.Context, f claim.Search) ([]claim.Record, error)
+	CountClaimsUpTo(ctx context.Context, f claim.Search, bound int) (int, error)
+	DeliveriesOf(ctx context.Context, keys []claim.EventKey) (map[claim.EventKey][]claim.Delivery, error)
+	RouteStates(ctx context.Context, q claim.Queues, routes []string) ([]claim.RouteState, error)
+	StatusCounts(ctx context.Context, since time.Time) (map[claim.Status]int, error)
+	RouteActivity(ctx context.Context, since time.Time, step time.Duration, n int) ([]claim.Activity, error)
+	Stats(ctx context.Context, window time.Duration) (claim.Stats, error)
+}
+
 // Server is the operator API and the console.
 type Server struct {
 	cfg     *config.Config
-	store   *claim.Store
+	store   claimReader
 	queues  claim.Queues
 	db      DB
 	logger  *slog.Logger
