@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -75,4 +76,25 @@ func (s *Server) auditPageOf(ctx context.Context, f operator.AuditFilter, limit 
 		d.Next = "/console/audit?" + v.Encode()
 	}
 	return d, nil
+}
+
+func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, p principal) {
+	q := r.URL.Query()
+	for k, vs := range q {
+		if len(vs) == 1 && vs[0] == "" {
+			q.Del(k)
+		}
+	}
+	limit, pos, err := parseAudit(q.Get)
+	if err == nil {
+		var f operator.AuditFilter
+		if f, err = parseAuditFilter(q.Get); err == nil {
+			var d auditPage
+			if d, err = s.auditPageOf(r.Context(), f, limit, pos); err == nil {
+				s.render(w, http.StatusOK, "audit", pageData{Title: "Audit", User: &p, Data: d})
+				return
+			}
+		}
+	}
+	s.pageError(w, r, &p, err, "/console/audit")
 }

@@ -1,0 +1,40 @@
+package console
+
+import (
+	"net/http"
+)
+
+func (s *Server) handleRoutesPage(w http.ResponseWriter, r *http.Request, p principal) {
+	views, err := s.routeViews(r.Context())
+	if err != nil {
+		s.pageError(w, r, &p, err, "")
+		return
+	}
+	s.render(w, http.StatusOK, "routes", pageData{Title: "Routes", User: &p, Data: views})
+}
+
+func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Request, principal) {
+	return func(w http.ResponseWriter, r *http.Request, p principal) {
+		name, err := pathRoute(r)
+		switch {
+		case err != nil:
+		case pause:
+			err = s.actions.PauseRoute(r.Context(), p.Name, name)
+		default:
+			_, err = s.actions.ResumeRoute(r.Context(), p.Name, name)
+		}
+		if err != nil {
+			s.pageError(w, r, &p, err, "/console/routes")
+			return
+		}
+		http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
+	}
+}
+
+func (s *Server) handleBreakerClosePage(w http.ResponseWriter, r *http.Request, p principal) {
+	if _, err := s.actions.CloseBreaker(r.Context(), p.Name, r.PathValue("name")); err != nil {
+		s.pageError(w, r, &p, err, "/console/routes")
+		return
+	}
+	http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
+}
