@@ -3,12 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,16 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
-	"riverqueue.com/riverui"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
-	"github.com/hookgate/hookgate/internal/lockout"
-	"github.com/hookgate/hookgate/internal/maintenance"
-	"github.com/hookgate/hookgate/internal/operator"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
@@ -112,15 +104,12 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	defer boot.Pool.Close()
-	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
+	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
 	cfg.Worker.Listen = cmp.Or(common.Listen, cfg.Worker.Listen)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	routes := make([]string, len(cfg.Routes))
-	for i, r := range cfg.Routes {
-		routes[i] = r.Name
-	}
+	routes := routeNames(cfg)
 	tracing, err := telemetry.New(ctx, env.Getenv, "hookgate-worker")
 	if err != nil {
 		return err
@@ -128,8 +117,8 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	defer flushTraces(ctx, tracing, logger)
 	delivery, err := deliver.NewWorker(deliver.Options{
 		Config:         cfg,
-		SigningSecrets: secrets.Route,
-		SecretHeaders:  secrets.Headers,
+		SigningSecrets: boot.Secrets.Route,
+		SecretHeaders:  boot.Secrets.Headers,
 		Routes:         boot.Routes,
 		Redactor:       boot.Redactor,
 		DB:             pool,
@@ -141,42 +130,13 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	defer delivery.Close() // after River has stopped, below
-	maxAttempts := boot.Routes.MaxAttempts
-	reconciler := maintenance.NewReconciler(pool, maxAttempts, cfg.Worker.ReconcileInterval.D(),
-		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
-	// A retention run stops well before River could take it for stuck;
-	// the next run goes on where it stopped.
-	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
-		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
-		WithAudit(func(ctx context.Context) (int, error) {
-			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
-		})
-	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
-	workers := river.NewWorkers()
-	river.AddWorker(workers, delivery)
-	river.AddWorker(workers, reconciler)
-	river.AddWorker(workers, retainer)
-	client, err := claim.NewWorkClient(pool, &river.Config{
-		Logger:               logger,
-		Workers:              workers,
-		Queues:               deliver.Queues(cfg),
-		JobTimeout:           deliver.JobTimeout(cfg),
-		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
-		FetchCooldown:        fetchCooldown,
-		FetchPollInterval:    fetchPollInterval,
-		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
-		Middleware:           tracing.RiverMiddleware(),
-
-		CompletedJobRetentionPeriod: jobRetention.Completed,
-		CancelledJobRetentionPeriod: jobRetention.Cancelled,
-		DiscardedJobRetentionPeriod: jobRetention.Discarded,
-	})
+	client, err := newJobClient(boot, delivery, reg, tracing)
 	if err != nil {
 		return err
 	}
 	stopPauseLog := logPauses(client, cfg, logger)
 	defer stopPauseLog()
-	store := claim.NewStore(pool, client, maxAttempts)
+	store := claim.NewStore(pool, client, boot.Routes.MaxAttempts)
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err
 	}
@@ -187,84 +147,11 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
-	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
-		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
-			Endpoints: riverui.NewEndpoints(client, nil),
-			Logger:    logger,
-			Prefix:    uiPrefix,
-		})
-		if err != nil {
-			return fmt.Errorf("creating the River UI: %w", err)
-		}
-		if err := ui.Start(uiCtx); err != nil {
-			return fmt.Errorf("starting the River UI: %w", err)
-		}
-		o.ui, o.uiPassword = ui, password
-	} else {
-		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
-	}
-
-	if cfg.Console.Enabled() {
-		consoleSecrets, err := cfg.ResolveConsoleSecrets(env.Getenv)
-		if err != nil {
-			return err
-		}
-		files, err := consoleSecretFiles(cfg.Console, logger, boot.Redactor)
-		if err != nil {
-			return err
-		}
-		o.console = console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Guard: o.guard,
-		}).Handler()
-	}
-
-	ln, err := net.Listen("tcp", cfg.Worker.Listen)
+	o, err := newOps(uiCtx, boot, env, reg, store, client)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Worker.Listen, err)
+		return err
 	}
-	hs := &http.Server{
-		Handler:           o.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-
-	// River stops when told to below, not when ctx ends, so that in-flight
-	// attempts get worker.shutdown_timeout to finish.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		_ = hs.Close()
-		return fmt.Errorf("starting job client: %w", err)
-	}
-	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
-		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
-		slog.String("random_page_cost", sessionCost(ctx, pool)))
-	logPausedRoutes(ctx, store, client, cfg, logger)
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		serveErr = fmt.Errorf("serving ops endpoints: %w", err)
-		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
-	}
-
-	stopRiver(ctx, client, cfg.Worker.ShutdownTimeout.D(), logger)
-	stopUI()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-	}
-	if serveErr == nil {
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serving ops endpoints: %w", err)
-		}
-	}
-	logger.Info("worker stopped")
-	return serveErr
+	return work(ctx, boot, o, store, client, stopUI)
 }
 
 // stopRiver lets in-flight attempts finish for up to timeout, then cancels

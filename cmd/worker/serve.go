@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/console"
+	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/lockout"
+	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/telemetry"
+)
+
+// The serving worker's parts, in the order serve wires them: the River
+// client that works the jobs, the ops server's handlers, and the loop that
+// serves until the worker stops.
+
+// newJobClient returns the River client that works delivery, reconcile
+// and retention jobs for boot's configuration.
+func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Registry, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
+	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
+	reconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
+		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
+	// A retention run stops well before River could take it for stuck;
+	// the next run goes on where it stopped.
+	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
+		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
+		WithAudit(func(ctx context.Context) (int, error) {
+			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
+		})
+	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
+	workers := river.NewWorkers()
+	river.AddWorker(workers, delivery)
+	river.AddWorker(workers, reconciler)
+	river.AddWorker(workers, retainer)
+	return claim.NewWorkClient(pool, &river.Config{
+		Logger:               logger,
+		Workers:              workers,
+		Queues:               deliver.Queues(cfg),
+		JobTimeout:           deliver.JobTimeout(cfg),
+		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
+		FetchCooldown:        fetchCooldown,
+		FetchPollInterval:    fetchPollInterval,
+		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
+		Middleware:           tracing.RiverMiddleware(),
+
+		CompletedJobRetentionPeriod: jobRetention.Completed,
+		CancelledJobRetentionPeriod: jobRetention.Cancelled,
+		DiscardedJobRetentionPeriod: jobRetention.Discarded,
+	})
+}
+
+// newOps returns the ops server's handlers: metrics and health, the River
+// UI when HOOKGATE_UI_PASSWORD is set (its background services live until
+// uiCtx ends), and the console when the configuration enables it.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
+	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
+	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
+	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
+		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+			Endpoints: riverui.NewEndpoints(client, nil),
+			Logger:    logger,
+			Prefix:    uiPrefix,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating the River UI: %w", err)
+		}
+		if err := ui.Start(uiCtx); err != nil {
+			return nil, fmt.Errorf("starting the River UI: %w", err)
+		}
+		o.ui, o.uiPassword = ui, password
+	} else {
+		logger.Info("River UI disabled; set HOOKGATE_UI_PASSWORD to serve it at " + uiPrefix + "/ behind basic auth (user " + uiUser + ")")
+	}
+
+	if cfg.Console.Enabled() {
+		consoleSecrets, err := cfg.ResolveConsoleSecrets(env.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		files, err := consoleSecretFiles(cfg.Console, logger, boot.Redactor)
+		if err != nil {
+			return nil, err
+		}
+		o.console = console.New(console.Options{
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Guard: o.guard,
+		}).Handler()
+	}
+	return o, nil
+}
+
+// work serves the ops endpoints and works jobs until ctx ends or the ops
+// server fails, then stops River (see stopRiver), the River UI (stopUI)
+// and the ops server, in that order.
+func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, client *river.Client[pgx.Tx], stopUI func()) error {
+	cfg, logger := boot.Config, boot.Logger
+	ln, err := net.Listen("tcp", cfg.Worker.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Worker.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           o.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	// River stops when told to below, not when ctx ends, so that in-flight
+	// attempts get worker.shutdown_timeout to finish.
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("starting job client: %w", err)
+	}
+	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
+		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
+		slog.String("random_page_cost", sessionCost(ctx, boot.Pool)))
+	logPausedRoutes(ctx, store, client, cfg, logger)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		serveErr = fmt.Errorf("serving ops endpoints: %w", err)
+		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
+	}
+
+	stopRiver(ctx, client, cfg.Worker.ShutdownTimeout.D(), logger)
+	stopUI()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+	}
+	if serveErr == nil {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = fmt.Errorf("serving ops endpoints: %w", err)
+		}
+	}
+	logger.Info("worker stopped")
+	return serveErr
+}
