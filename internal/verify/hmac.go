@@ -12,15 +12,62 @@ import (
 // timestamp + "." + body) in a header of the sender's choosing, with the id
 // and type read from a header or the body as configured. It has no ObjectID.
 type hmacVerifier struct {
-	secrets   [][]byte
-	tolerance time.Duration
+	secrets [][]byte
 
-	header          string
-	prefix          string
-	decode          func(string) ([]byte, bool)
-	timestampHeader string
+	header string
+	prefix string
+	decode func(string) ([]byte, bool)
+	signedEvent
+}
+
+// signedEvent is what the configurable schemes (hmac, ed25519, ecdsa) do
+// around their signature check: read the signed timestamp header and, once
+// the signature checks out, hold the timestamp to the tolerance and read
+// the event's id and type. One place, so that the schemes cannot drift in
+// their reasons and messages.
+type signedEvent struct {
+	tolerance       time.Duration
+	timestampHeader string // empty when the scheme signs no timestamp
 	id              source
 	typ             source // zero when TypeFrom is empty
+}
+
+// newSignedEvent reads c's timestamp_header, id_from and type_from.
+func newSignedEvent(c Config, tolerance time.Duration) (signedEvent, error) {
+	e := signedEvent{tolerance: tolerance, timestampHeader: c.TimestampHeader}
+	var err error
+	if e.id, e.typ, err = parseSources(c); err != nil {
+		return signedEvent{}, err
+	}
+	return e, nil
+}
+
+// readTimestamp returns the timestamp header's value as sent (it is part of
+// the signed content) and parsed as unix seconds.
+func (e signedEvent) readTimestamp(h http.Header) (string, time.Time, error) {
+	t := h.Get(e.timestampHeader)
+	if t == "" {
+		return "", time.Time{}, unauthorized(reasonMissingTimestamp, "missing "+e.timestampHeader+" header")
+	}
+	ts, ok := parseUnix(t)
+	if !ok {
+		return "", time.Time{}, unauthorized(reasonMalformedTimestamp, e.timestampHeader+" header is not unix seconds")
+	}
+	return t, ts, nil
+}
+
+// event is the tail of a verification whose signature checked out: the
+// timestamp ts (where the scheme signs one) against the tolerance, then the
+// id and type. It runs after the signature so that
+// timestamp_out_of_tolerance counts genuine but stale deliveries, not
+// forgeries.
+func (e signedEvent) event(body []byte, h http.Header, ts, now time.Time) (Event, error) {
+	if e.timestampHeader != "" {
+		if err := checkTolerance(ts, now, e.tolerance); err != nil {
+			return Event{}, err
+		}
+	}
+	return readEvent(body, h, e.id, e.typ)
 }
 
 // source is where a field is read: a header or a dotted JSON path.
@@ -94,11 +141,9 @@ func parseSource(spec string) (source, error) {
 // newHMACVerifier validates the hmac-only settings of c.
 func newHMACVerifier(c Config, secrets [][]byte, tolerance time.Duration) (*hmacVerifier, error) {
 	v := &hmacVerifier{
-		secrets:         secrets,
-		tolerance:       tolerance,
-		header:          c.Header,
-		prefix:          c.Prefix,
-		timestampHeader: c.TimestampHeader,
+		secrets: secrets,
+		header:  c.Header,
+		prefix:  c.Prefix,
 	}
 	if c.Header == "" {
 		return nil, errors.New("header is required for scheme hmac")
@@ -112,7 +157,7 @@ func newHMACVerifier(c Config, secrets [][]byte, tolerance time.Duration) (*hmac
 		return nil, fmt.Errorf("encoding %q must be hex or base64 for scheme hmac", c.Encoding)
 	}
 	var err error
-	if v.id, v.typ, err = parseSources(c); err != nil {
+	if v.signedEvent, err = newSignedEvent(c, tolerance); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -136,23 +181,15 @@ func (v *hmacVerifier) Verify(body []byte, h http.Header, now time.Time) (Event,
 	content := [][]byte{body}
 	var ts time.Time
 	if v.timestampHeader != "" {
-		t := h.Get(v.timestampHeader)
-		if t == "" {
-			return Event{}, unauthorized(reasonMissingTimestamp, "missing "+v.timestampHeader+" header")
+		t, parsed, err := v.readTimestamp(h)
+		if err != nil {
+			return Event{}, err
 		}
-		if ts, ok = parseUnix(t); !ok {
-			return Event{}, unauthorized(reasonMalformedTimestamp, v.timestampHeader+" header is not unix seconds")
-		}
+		ts = parsed
 		content = [][]byte{[]byte(t), []byte("."), body}
 	}
 	if !matchAny(v.secrets, [][]byte{sig}, content...) {
 		return Event{}, unauthorized(reasonBadSignature, "signature does not match any configured secret")
 	}
-	if v.timestampHeader != "" {
-		if err := checkTolerance(ts, now, v.tolerance); err != nil {
-			return Event{}, err
-		}
-	}
-
-	return readEvent(body, h, v.id, v.typ)
+	return v.event(body, h, ts, now)
 }

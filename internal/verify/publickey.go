@@ -27,13 +27,10 @@ import (
 type publicKeyVerifier struct {
 	// check reports whether sig is a signature of the timestamp and body
 	// under any configured key; each implementation tries every key.
-	check           func(ts, body, sig []byte) bool
-	tolerance       time.Duration
-	header          string
-	decode          func(string) ([]byte, bool)
-	timestampHeader string
-	id              source
-	typ             source
+	check  func(ts, body, sig []byte) bool
+	header string
+	decode func(string) ([]byte, bool)
+	signedEvent
 }
 
 // maxEncodedSignature bounds the signature header decoded: an Ed25519
@@ -42,7 +39,7 @@ const maxEncodedSignature = 256
 
 // newPublicKeyVerifier parses the keys and the header settings.
 func newPublicKeyVerifier(c Config, keys [][]byte, tolerance time.Duration) (*publicKeyVerifier, error) {
-	v := &publicKeyVerifier{tolerance: tolerance, header: c.Header, timestampHeader: c.TimestampHeader}
+	v := &publicKeyVerifier{header: c.Header}
 	switch c.Scheme {
 	case schemeEd25519:
 		check, err := ed25519Check(keys)
@@ -88,7 +85,7 @@ func newPublicKeyVerifier(c Config, keys [][]byte, tolerance time.Duration) (*pu
 		return nil, fmt.Errorf("encoding %q must be hex or base64 for scheme %s", c.Encoding, c.Scheme)
 	}
 	var err error
-	if v.id, v.typ, err = parseSources(c); err != nil {
+	if v.signedEvent, err = newSignedEvent(c, tolerance); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -104,22 +101,14 @@ func (v *publicKeyVerifier) Verify(body []byte, h http.Header, now time.Time) (E
 	if !ok || len(sig) == 0 {
 		return Event{}, unauthorized(reasonMalformedSignature, v.header+" header is not an encoded signature")
 	}
-	t := h.Get(v.timestampHeader)
-	if t == "" {
-		return Event{}, unauthorized(reasonMissingTimestamp, "missing "+v.timestampHeader+" header")
-	}
-	ts, ok := parseUnix(t)
-	if !ok {
-		return Event{}, unauthorized(reasonMalformedTimestamp, v.timestampHeader+" header is not unix seconds")
+	t, ts, err := v.readTimestamp(h)
+	if err != nil {
+		return Event{}, err
 	}
 	if !v.check([]byte(t), body, sig) {
 		return Event{}, unauthorized(reasonBadSignature, "signature does not match any configured public key")
 	}
-	if err := checkTolerance(ts, now, v.tolerance); err != nil {
-		return Event{}, err
-	}
-
-	return readEvent(body, h, v.id, v.typ)
+	return v.event(body, h, ts, now)
 }
 
 // CheckPublicKey reports why key is not a public key that scheme (ed25519
