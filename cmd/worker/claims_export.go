@@ -16,7 +16,7 @@ const claimsExportUsage = "worker claims export [--status S] [--provider P] [--s
 // exportView is one line of `claims export`: the claim as `claims show
 // --json` prints it, with its payload when asked for.
 type exportView struct {
-	claimView
+	claim.View
 	// Payload is the raw body (base64 in JSON); absent once cleared.
 	Payload []byte `json:"payload,omitempty"`
 }
@@ -81,16 +81,9 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	var v exportView
 	err = store.Export(ctx, f, func(e *claim.Exported) error {
 		v.Record, v.Payload = e.Record, e.Payload
-		v.Deliveries = v.Deliveries[:0]
-		for _, d := range e.Deliveries {
-			r, _ := cfg.Route(d.Route)
-			v.Deliveries = append(v.Deliveries, deliveryView{
-				Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
-				LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
-				UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
-				Attempts: orEmpty(d.Attempts),
-				After:    d.After,
-			})
+		v.Deliveries = claim.AppendDeliveryViews(v.Deliveries[:0], e.Deliveries, cfg.MaxAttempts)
+		for i, d := range e.Deliveries {
+			v.Deliveries[i].SetAttempts(d.Attempts)
 		}
 		return enc.Encode(&v)
 	})

@@ -8,37 +8,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
 	"github.com/hookgate/hookgate/internal/claim"
 )
-
-// deliveryView is one delivery as `claims show` prints it.
-type deliveryView struct {
-	Route          string               `json:"route"`
-	Status         claim.DeliveryStatus `json:"status"`
-	AttemptCount   int                  `json:"attempt_count"`
-	MaxAttempts    int                  `json:"max_attempts,omitempty"`
-	LastError      string               `json:"last_error,omitempty"`
-	IdempotencyKey string               `json:"idempotency_key"`
-	UpdatedAt      time.Time            `json:"updated_at"`
-	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
-	// BusinessKey is the route's business key this delivery holds.
-	BusinessKey string `json:"business_key,omitempty"`
-	// Result is what the route's result program recorded at completion.
-	Result json.RawMessage `json:"result,omitempty"`
-	// Attempts is the delivery's attempt history, without responses.
-	Attempts []claim.AttemptRecord `json:"attempts"`
-	// After names the routes that run before this one, for this event.
-	After []string `json:"after,omitempty"`
-}
-
-// claimView is a claim with its deliveries, as `claims show` prints it.
-type claimView struct {
-	claim.Record
-	Deliveries []deliveryView `json:"deliveries"`
-}
 
 // claimsShowCommand is `worker claims show`.
 type claimsShowCommand struct {
@@ -79,16 +52,9 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	v := claimView{Record: cl, Deliveries: make([]deliveryView, len(ds))}
-	for i, d := range ds {
-		r, _ := cfg.Route(d.Route)
-		v.Deliveries[i] = deliveryView{
-			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: r.MaxAttempts,
-			LastError: d.LastError, IdempotencyKey: d.Key().IdempotencyKey(),
-			UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result,
-			Attempts: orEmpty(attempts[d.Route]),
-			After:    d.After,
-		}
+	v := claim.View{Record: cl, Deliveries: claim.AppendDeliveryViews(make([]claim.DeliveryView, 0, len(ds)), ds, cfg.MaxAttempts)}
+	for i := range v.Deliveries {
+		v.Deliveries[i].SetAttempts(attempts[v.Deliveries[i].Route])
 	}
 	if asJSON {
 		return json.NewEncoder(env.Stdout).Encode(v)
@@ -96,7 +62,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 	return printClaim(env.Stdout, v)
 }
 
-func printClaim(w io.Writer, v claimView) error {
+func printClaim(w io.Writer, v claim.View) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range [][2]string{
 		{"claim", v.Provider + "/" + v.EventID},
@@ -140,13 +106,13 @@ func printClaim(w io.Writer, v claimView) error {
 		return err
 	}
 	for _, d := range v.Deliveries {
-		if len(d.Attempts) == 0 {
+		if d.Attempts == nil || len(*d.Attempts) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\nattempts of %s:\n", d.Route)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ATTEMPT\tSTARTED\tDURATION\tSTATUS\tERROR")
-		for _, a := range d.Attempts {
+		for _, a := range *d.Attempts {
 			status := "-"
 			if a.StatusCode != nil {
 				status = fmt.Sprint(*a.StatusCode)
@@ -173,12 +139,4 @@ func printClaim(w io.Writer, v claimView) error {
 		fmt.Fprintln(w)
 	}
 	return nil
-}
-
-// orEmpty is as, or an empty slice when as is nil, so that JSON shows [].
-func orEmpty(as []claim.AttemptRecord) []claim.AttemptRecord {
-	if as == nil {
-		return []claim.AttemptRecord{}
-	}
-	return as
 }

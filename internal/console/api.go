@@ -10,37 +10,19 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/operator"
 )
 
-// deliveryView is one delivery as the API and the console show it.
-type deliveryView struct {
-	Route          string               `json:"route"`
-	Status         claim.DeliveryStatus `json:"status"`
-	AttemptCount   int                  `json:"attempt_count"`
-	MaxAttempts    int                  `json:"max_attempts,omitempty"`
-	LastError      string               `json:"last_error,omitempty"`
-	IdempotencyKey string               `json:"idempotency_key"`
-	UpdatedAt      time.Time            `json:"updated_at"`
-	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
-	BusinessKey    string               `json:"business_key,omitempty"`
-	Result         json.RawMessage      `json:"result,omitempty"`
-	// Attempts is the delivery's attempt history, in a claim's detail
-	// only; responses for operators only.
-	Attempts *[]claim.AttemptRecord `json:"attempts,omitempty"`
-	// After names the routes this delivery runs after (a chain).
-	After []string `json:"after,omitempty"`
-}
+// deliveryView is one delivery as the API and the console show it: the
+// view `worker claims show` prints, so that the two cannot drift. The name
+// stays for the pages and their templates.
+type deliveryView = claim.DeliveryView
 
 // claimView is a claim with its deliveries, as `claims export` writes it
 // (without the payload).
-type claimView struct {
-	claim.Record
-	Deliveries []deliveryView `json:"deliveries"`
-}
+type claimView = claim.View
 
 // claimDetail is one claim as GET /api/v1/claims/{provider}/{event_id}
 // answers it: for an operator with its payload.
@@ -51,13 +33,9 @@ type claimDetail struct {
 }
 
 func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
-	out := make([]deliveryView, len(ds))
-	for i, d := range ds {
-		out[i] = deliveryView{
-			Route: d.Route, Status: d.Status, AttemptCount: d.AttemptCount, MaxAttempts: s.cfg.MaxAttempts(d.Route),
-			LastError: reasonOnly(d.LastError), IdempotencyKey: d.Key().IdempotencyKey(), UpdatedAt: d.UpdatedAt,
-			CompletedAt: d.CompletedAt, BusinessKey: d.BusinessKey, Result: d.Result, After: d.After,
-		}
+	out := claim.AppendDeliveryViews(make([]deliveryView, 0, len(ds)), ds, s.cfg.MaxAttempts)
+	for i := range out {
+		out[i].LastError = reasonOnly(out[i].LastError)
 	}
 	return out
 }
