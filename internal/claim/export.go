@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ExportFilter narrows Export. Zero values match everything.
@@ -58,49 +60,85 @@ type exportedDelivery struct {
 // position reached. The index on first_seen_at serves the order. emit must
 // not keep the Exported it is given past its return (its slices are reused).
 func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported) error) error {
-	page := f.PageSize
-	if page <= 0 {
-		page = 500
+	q := newExportQuery(f)
+	var sc exportScanner
+	for first := true; ; first = false {
+		args := q.params
+		if !first {
+			args = q.after(&sc.e.Record)
+		}
+		n, err := s.exportPage(ctx, q.sql(first), args, &sc, emit)
+		if err != nil {
+			return err
+		}
+		if n < q.page {
+			return nil
+		}
 	}
-	var where []string
-	var params []any
+}
+
+// exportQuery is the statement Export reads its pages with: f's
+// conditions and their parameters, then, for every page after the first,
+// the keyset position the previous page reached.
+type exportQuery struct {
+	where   []string
+	params  []any
+	fixed   int    // how many of params are f's; the keyset's follow
+	payload string // the payload column, or NULL without ExportFilter.Payloads
+	page    int
+}
+
+// newExportQuery turns f into conditions and parameters.
+func newExportQuery(f ExportFilter) *exportQuery {
+	q := &exportQuery{page: f.PageSize, payload: "NULL::bytea"}
+	if q.page <= 0 {
+		q.page = 500
+	}
 	arg := func(v any) string {
-		params = append(params, v)
-		return "$" + strconv.Itoa(len(params))
+		q.params = append(q.params, v)
+		return "$" + strconv.Itoa(len(q.params))
 	}
 	if f.Status != "" {
-		where = append(where, "c.status = "+arg(string(f.Status)))
+		q.where = append(q.where, "c.status = "+arg(string(f.Status)))
 	}
 	if f.Provider != "" {
-		where = append(where, "c.provider = "+arg(f.Provider))
+		q.where = append(q.where, "c.provider = "+arg(f.Provider))
 	}
 	if !f.Since.IsZero() {
-		where = append(where, "c.first_seen_at >= "+arg(f.Since))
+		q.where = append(q.where, "c.first_seen_at >= "+arg(f.Since))
 	}
 	if !f.Before.IsZero() {
-		where = append(where, "c.first_seen_at < "+arg(f.Before))
+		q.where = append(q.where, "c.first_seen_at < "+arg(f.Before))
 	}
-	payload := "NULL::bytea"
 	if f.Payloads {
-		payload = "c.payload"
+		q.payload = "c.payload"
 	}
-	fixed := len(params)
-	// The keyset condition is spelled out rather than as a row comparison,
-	// so that its first half is an index condition on first_seen_at.
-	keyset := fmt.Sprintf(`c.first_seen_at >= $%[1]d
-  AND (c.first_seen_at > $%[1]d OR (c.provider, c.event_id) > ($%[2]d, $%[3]d))`, fixed+1, fixed+2, fixed+3)
-	query := func(first bool) string {
-		w := where
-		if !first {
-			w = append(append([]string(nil), where...), keyset)
-		}
-		cond := "true"
-		if len(w) > 0 {
-			cond = strings.Join(w, "\n  AND ")
-		}
-		// Unqualified columns are the claim's: deliveries appear only in
-		// the subquery.
-		return `SELECT ` + claimColumns + `, ` + payload + `,
+	q.fixed = len(q.params)
+	return q
+}
+
+// after is the parameters of the page that follows the claim last.
+func (q *exportQuery) after(last *Record) []any {
+	return append(q.params[:q.fixed:q.fixed], last.FirstSeenAt, last.Provider, last.EventID)
+}
+
+// sql is the statement of the first page, or of any later one.
+func (q *exportQuery) sql(first bool) string {
+	w := q.where
+	if !first {
+		// The keyset condition is spelled out rather than as a row comparison,
+		// so that its first half is an index condition on first_seen_at.
+		keyset := fmt.Sprintf(`c.first_seen_at >= $%[1]d
+  AND (c.first_seen_at > $%[1]d OR (c.provider, c.event_id) > ($%[2]d, $%[3]d))`, q.fixed+1, q.fixed+2, q.fixed+3)
+		w = append(append([]string(nil), q.where...), keyset)
+	}
+	cond := "true"
+	if len(w) > 0 {
+		cond = strings.Join(w, "\n  AND ")
+	}
+	// Unqualified columns are the claim's: deliveries appear only in
+	// the subquery.
+	return `SELECT ` + claimColumns + `, ` + q.payload + `,
     (SELECT coalesce(json_agg(json_build_object(
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
                 'last_error', coalesce(d.last_error, ''), 'updated_at', d.updated_at,
@@ -118,60 +156,71 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported)
 FROM webhook_event_claims c
 WHERE ` + cond + `
 ORDER BY c.first_seen_at, c.provider, c.event_id
-LIMIT ` + strconv.Itoa(page)
-	}
+LIMIT ` + strconv.Itoa(q.page)
+}
 
-	var e Exported
-	var raw []byte
-	var ds []exportedDelivery
-	for first := true; ; first = false {
-		args := params
-		if !first {
-			args = append(params[:fixed:fixed], e.FirstSeenAt, e.Provider, e.EventID)
+// exportPage runs one page's statement and hands each claim to emit; it
+// returns how many rows the page had.
+func (s *Store) exportPage(ctx context.Context, sql string, args []any, sc *exportScanner, emit func(*Exported) error) (int, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("exporting claims: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+		if err := sc.scan(rows); err != nil {
+			return n, err
 		}
-		rows, err := s.db.Query(ctx, query(first), args...)
-		if err != nil {
-			return fmt.Errorf("exporting claims: %w", err)
+		if err := emit(&sc.e); err != nil {
+			return n, err
 		}
-		n := 0
-		for rows.Next() {
-			n++
-			e.Payload, raw, ds = e.Payload[:0], raw[:0], ds[:0]
-			c := &e.Record
-			if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
-				&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &raw); err != nil {
-				rows.Close()
-				return fmt.Errorf("exporting claims: %w", err)
-			}
-			if err := json.Unmarshal(raw, &ds); err != nil {
-				rows.Close()
-				return fmt.Errorf("exporting claims: reading deliveries of %s/%s: %w", c.Provider, c.EventID, err)
-			}
-			e.Deliveries = e.Deliveries[:0]
-			for i := range ds {
-				d := &ds[i]
-				var result []byte
-				if string(d.Result) != "null" {
-					result = d.Result
-				}
-				e.Deliveries = append(e.Deliveries, Delivery{
-					Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
-					AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
-					CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-					Result: result, After: slices.Clone(d.After), Attempts: d.Attempts,
-				})
-			}
-			if err := emit(&e); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("exporting claims: %w", err)
-		}
-		if n < page {
-			return nil
-		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("exporting claims: %w", err)
+	}
+	return n, nil
+}
+
+// exportScanner reads Export's rows into one Exported, reusing its slices
+// (and those the deliveries are decoded into) from row to row.
+type exportScanner struct {
+	e   Exported
+	raw []byte
+	ds  []exportedDelivery
+}
+
+// scan reads the current row of rows into sc.e.
+func (sc *exportScanner) scan(rows pgx.Rows) error {
+	e := &sc.e
+	e.Payload, sc.raw, sc.ds = e.Payload[:0], sc.raw[:0], sc.ds[:0]
+	c := &e.Record
+	if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
+		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &sc.raw); err != nil {
+		return fmt.Errorf("exporting claims: %w", err)
+	}
+	if err := json.Unmarshal(sc.raw, &sc.ds); err != nil {
+		return fmt.Errorf("exporting claims: reading deliveries of %s/%s: %w", c.Provider, c.EventID, err)
+	}
+	e.Deliveries = e.Deliveries[:0]
+	for i := range sc.ds {
+		e.Deliveries = append(e.Deliveries, sc.ds[i].delivery(c))
+	}
+	return nil
+}
+
+// delivery is d as a Delivery of the claim c.
+func (d *exportedDelivery) delivery(c *Record) Delivery {
+	var result []byte
+	if string(d.Result) != "null" {
+		result = d.Result
+	}
+	return Delivery{
+		Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
+		AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
+		CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
+		Result: result, After: slices.Clone(d.After), Attempts: d.Attempts,
 	}
 }
