@@ -68,7 +68,7 @@ func TestRotatedSecretFileIsPickedUpWithoutRestart(t *testing.T) {
 	writeSecret(t, path, "")
 	require.Eventually(t, func() bool {
 		s.post(t, signPaddle(newSecret, time.Now(), paddleEvent(fmt.Sprintf("evt_empty_%d", n.Add(1)))))
-		return bytes.Contains([]byte(s.logs.String()), []byte("secret files not reloaded"))
+		return bytes.Contains([]byte(s.logs.String()), []byte("secret file not reloaded"))
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Equal(t, accepted, s.post(t, signPaddle(newSecret, time.Now(), paddleEvent("evt_still_new"))).body)
 }

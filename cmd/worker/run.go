@@ -190,24 +190,15 @@ func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger)
 // once.
 func consoleSecretFiles(c config.Console, logger *slog.Logger, red *sanitize.Redactor) (map[string]*secretfile.File, error) {
 	files := map[string]*secretfile.File{}
-	rules := secretfile.Rules{
-		Check: func(b []byte) error {
-			if len(b) < config.MinConsoleSecret {
-				return fmt.Errorf("holds fewer than %d characters", config.MinConsoleSecret)
-			}
-			return nil
-		},
-		Changed: func(b []byte) {
-			if red != nil {
-				red.Add(string(b))
-			}
-		},
+	res := secretfile.Resolver{Logger: logger}
+	if red != nil {
+		res.Redact = red.Add
 	}
 	open := func(key, name, path string) error {
 		if path == "" {
 			return nil
 		}
-		f, err := secretfile.OpenWith(path, key, logger, rules)
+		f, err := res.Open(path, key, config.CheckConsoleSecret)
 		if err != nil {
 			return err
 		}

@@ -111,22 +111,33 @@ type ConsoleSecrets struct {
 	Tokens    map[string]string
 }
 
+// CheckConsoleSecret is the rule a console password or token meets, from
+// the environment or from a file, at start and whenever the file is read
+// again: at least MinConsoleSecret characters.
+func CheckConsoleSecret(b []byte) error {
+	if len(b) < MinConsoleSecret {
+		return fmt.Errorf("holds fewer than %d characters", MinConsoleSecret)
+	}
+	return nil
+}
+
 // ResolveConsoleSecrets reads the variables console.users and
 // console.tokens name (not their password_file and token_file, which the
-// worker reads itself, with MinConsoleSecret). A variable that is unset, empty or shorter than 12
-// characters is an error naming the key and the variable, never a value.
+// worker opens itself, under the same CheckConsoleSecret). A variable that
+// is unset, empty or shorter than MinConsoleSecret characters is an error
+// naming the key and the variable, never a value.
 // Only the worker, which serves the console, calls it.
 func (c *Config) ResolveConsoleSecrets(getenv func(string) string) (ConsoleSecrets, error) {
 	s := ConsoleSecrets{Passwords: map[string]string{}, Tokens: map[string]string{}}
 	var v validator
 	read := func(key, env string) (string, bool) {
 		val := getenv(env)
-		switch {
-		case val == "":
+		if val == "" {
 			v.add(key, "environment variable %s is not set or empty", env)
 			return "", false
-		case len(val) < MinConsoleSecret:
-			v.add(key, "environment variable %s holds fewer than %d characters", env, MinConsoleSecret)
+		}
+		if err := CheckConsoleSecret([]byte(val)); err != nil {
+			v.add(key, "environment variable %s %s", env, err)
 			return "", false
 		}
 		return val, true

@@ -51,23 +51,27 @@ func (w *Worker) newRuntimes(o Options) (map[string]*routeRuntime, error) {
 
 // routeSigner returns the signer of routes[i], nil when it has no signing
 // secret: from its signing_secret_file, re-read as it rotates, or from its
-// signing_secret_env (o.SigningSecrets).
+// signing_secret_env (o.SigningSecrets), both held to checkSigningSecret
+// (see secretfile.Resolver).
 func (w *Worker) routeSigner(o Options, i int, r *route.Route) (*signer, error) {
-	if r.SigningSecretFile != "" {
-		key := fmt.Sprintf("routes[%d].signing_secret_file", i)
-		// A rotated secret is checked as at start (else the last good
-		// one signs on), and joins the redactor before it is sent.
-		file, err := secretfile.OpenWith(r.SigningSecretFile, key, w.logger, secretfile.Rules{
-			Check:   checkSigningSecret,
-			Changed: func(b []byte) { w.redact.Add(string(b)) },
-		})
-		if err != nil {
-			return nil, err
-		}
-		return newSigner(key+": file "+r.SigningSecretFile, nil, file)
+	res := secretfile.Resolver{Logger: w.logger, Redact: w.redact.Add}
+	var key string
+	var source *secretfile.Secret
+	var err error
+	switch secret, ok := o.SigningSecrets[r.Name]; {
+	case r.SigningSecretFile != "":
+		key = fmt.Sprintf("routes[%d].signing_secret_file", i)
+		source, err = res.File(r.SigningSecretFile, key, checkSigningSecret)
+		key += ": file " + r.SigningSecretFile
+	case ok:
+		key = fmt.Sprintf("routes[%d].signing_secret_env", i)
+		source, err = res.Env(key, r.SigningSecretEnv, secret, checkSigningSecret)
+		key += ": " + r.SigningSecretEnv
+	default:
+		return nil, nil
 	}
-	if secret, ok := o.SigningSecrets[r.Name]; ok {
-		return newSigner(fmt.Sprintf("routes[%d].signing_secret_env: %s", i, r.SigningSecretEnv), secret, nil)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return newSigner(key, source)
 }

@@ -17,30 +17,27 @@ import (
 // it changes: a rotated secret signs from the next attempt on, with no
 // restart).
 type signer struct {
-	key  string // the config key that names the secret, for messages
-	file *secretfile.File
+	key    string // the config key that names the secret, for messages
+	source *secretfile.Secret
 
 	mu     sync.Mutex
 	secret []byte
 	wh     *standardwebhooks.Webhook
 }
 
-// newSigner checks the secret now, so a bad one stops the worker at start.
-func newSigner(key string, secret []byte, file *secretfile.File) (*signer, error) {
-	s := &signer{key: key, file: file}
-	if file != nil {
-		secret = file.Value()
-	}
+// newSigner signs with source, whose value the resolver checked at start
+// (checkSigningSecret), so a bad one stopped the worker there.
+func newSigner(key string, source *secretfile.Secret) (*signer, error) {
+	secret := source.Value()
 	wh, err := webhookOf(key, secret)
 	if err != nil {
 		return nil, err
 	}
-	s.secret, s.wh = secret, wh
-	return s, nil
+	return &signer{key: key, source: source, secret: secret, wh: wh}, nil
 }
 
-// checkSigningSecret is the rule a signing_secret_file's contents meet, at
-// start and when read again.
+// checkSigningSecret is the rule a signing secret meets: from the
+// environment at start, from a file at start and when read again.
 func checkSigningSecret(b []byte) error {
 	if _, err := standardwebhooks.NewWebhook(string(b)); err != nil {
 		return errors.New("does not hold a Standard Webhooks secret (whsec_ followed by base64)")
@@ -61,15 +58,13 @@ func webhookOf(key string, secret []byte) (*standardwebhooks.Webhook, error) {
 // by the file's rules (checkSigningSecret), which keep the last good one.
 func (s *signer) Sign(msgID string, ts time.Time, body []byte) (string, error) {
 	s.mu.Lock()
-	if s.file != nil {
-		if cur := s.file.Value(); !bytes.Equal(cur, s.secret) {
-			wh, err := webhookOf(s.key, cur)
-			if err != nil {
-				s.mu.Unlock()
-				return "", err
-			}
-			s.secret, s.wh = cur, wh
+	if cur := s.source.Value(); !bytes.Equal(cur, s.secret) {
+		wh, err := webhookOf(s.key, cur)
+		if err != nil {
+			s.mu.Unlock()
+			return "", err
 		}
+		s.secret, s.wh = cur, wh
 	}
 	wh := s.wh
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,21 +21,19 @@ import (
 const secretFileCheck = secretfile.Check
 
 // fileVerifier is the verifier of a provider with secrets_file or
-// public_keys_file: the files are read at start and again, at most every
-// secretFileCheck, on the request path; when their contents change, the
+// public_keys_file: the files are opened at start through a
+// secretfile.Resolver, under its rules (each read again at most every
+// secretFileCheck, a file that cannot be read, is empty or holds a bad key
+// keeping its last good contents, logged once per problem, and new
+// contents redacted before use), and when their contents change the
 // verifier is rebuilt from them (and the provider's env secrets), so a
 // rotated secret is accepted and the old one refused without a restart.
-// A file that cannot be read, is empty or holds a bad key leaves the last
-// good verifier in place and is logged.
 type fileVerifier struct {
 	provider string
 	build    func(secrets [][]byte) (verify.Verifier, error)
 	fixed    [][]byte
-	files    []secretFile
+	files    []*secretfile.File
 	logger   *slog.Logger
-	// changed hears of each file's new contents, once they are in use; nil
-	// for nobody.
-	changed func(contents [][]byte)
 
 	current atomic.Pointer[verify.Verifier]
 
@@ -62,14 +61,18 @@ func providerFiles(i int, p config.Provider) []secretFile {
 	return out
 }
 
-// newFileVerifier reads the files once; any problem stops the start,
-// naming the key.
-func newFileVerifier(provider string, files []secretFile, fixed [][]byte, build func([][]byte) (verify.Verifier, error), logger *slog.Logger) (*fileVerifier, error) {
-	f := &fileVerifier{provider: provider, build: build, fixed: fixed, files: files, logger: logger}
-	contents, err := f.read()
-	if err != nil {
-		return nil, err
+// newFileVerifier opens the files through res; any problem stops the
+// start, naming the key.
+func newFileVerifier(provider string, files []secretFile, fixed [][]byte, build func([][]byte) (verify.Verifier, error), res secretfile.Resolver) (*fileVerifier, error) {
+	f := &fileVerifier{provider: provider, build: build, fixed: fixed, logger: cmp.Or(res.Logger, slog.New(slog.DiscardHandler))}
+	for _, sf := range files {
+		file, err := res.Open(sf.path, sf.key, func(b []byte) error { return verify.CheckPublicKey(sf.scheme, b) })
+		if err != nil {
+			return nil, err
+		}
+		f.files = append(f.files, file)
 	}
+	contents := f.values()
 	v, err := build(append(append([][]byte(nil), fixed...), contents...))
 	if err != nil {
 		return nil, err
@@ -79,20 +82,13 @@ func newFileVerifier(provider string, files []secretFile, fixed [][]byte, build 
 	return f, nil
 }
 
-// read returns every file's secret.
-func (f *fileVerifier) read() ([][]byte, error) {
+// values returns every file's current contents.
+func (f *fileVerifier) values() [][]byte {
 	out := make([][]byte, len(f.files))
-	for i, sf := range f.files {
-		b, err := secretfile.Read(sf.path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sf.key, err)
-		}
-		if err := verify.CheckPublicKey(sf.scheme, b); err != nil {
-			return nil, fmt.Errorf("%s: file %s %w", sf.key, sf.path, err)
-		}
-		out[i] = b
+	for i, file := range f.files {
+		out[i] = file.Value()
 	}
-	return out, nil
+	return out
 }
 
 // Verify implements verify.Verifier with the current secrets.
@@ -101,8 +97,9 @@ func (f *fileVerifier) Verify(body []byte, h http.Header, now time.Time) (verify
 	return (*f.current.Load()).Verify(body, h, now)
 }
 
-// refresh reads the files again when secretFileCheck has passed. Only one
-// request looks at a time; the others verify with what is current.
+// refresh rebuilds the verifier when a file's contents changed, looking at
+// most every secretFileCheck. Only one request looks at a time; the others
+// verify with what is current.
 func (f *fileVerifier) refresh() {
 	if !f.mu.TryLock() {
 		return
@@ -113,26 +110,24 @@ func (f *fileVerifier) refresh() {
 		return
 	}
 	f.checked = now
-	contents, err := f.read()
-	if err == nil && !equalSecrets(contents, f.contents) {
-		var v verify.Verifier
-		if v, err = f.build(append(append([][]byte(nil), f.fixed...), contents...)); err == nil {
-			if f.changed != nil {
-				f.changed(contents)
-			}
-			f.contents = contents
-			f.current.Store(&v)
-			f.lastErr = ""
-			f.logger.Info("secret files changed: verifying with the new secrets", slog.String("provider", f.provider))
-			return
+	contents := f.values()
+	if equalSecrets(contents, f.contents) {
+		return
+	}
+	v, err := f.build(append(append([][]byte(nil), f.fixed...), contents...))
+	if err != nil {
+		if err.Error() != f.lastErr {
+			// Logged once per distinct problem, not once a second.
+			f.lastErr = err.Error()
+			f.logger.Warn("secret files not reloaded: verifying with the last good secrets",
+				slog.String("provider", f.provider), slog.String("error", err.Error()))
 		}
+		return
 	}
-	if err != nil && err.Error() != f.lastErr {
-		// Logged once per distinct problem, not once a second.
-		f.lastErr = err.Error()
-		f.logger.Warn("secret files not reloaded: verifying with the last good secrets",
-			slog.String("provider", f.provider), slog.String("error", err.Error()))
-	}
+	f.contents = contents
+	f.current.Store(&v)
+	f.lastErr = ""
+	f.logger.Info("secret files changed: verifying with the new secrets", slog.String("provider", f.provider))
 }
 
 func equalSecrets(a, b [][]byte) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -30,9 +31,9 @@ func TestRotatedProviderSecretJoinsTheRedactor(t *testing.T) {
 	red := sanitize.NewRedactor()
 	s := (&Server{}).WithRedactor(red)
 	fv, err := newFileVerifier("paddle", []secretFile{{path: path, key: "providers[0].secrets_file[0]"}}, nil,
-		func([][]byte) (verify.Verifier, error) { return acceptAll{}, nil }, slog.New(slog.DiscardHandler))
+		func([][]byte) (verify.Verifier, error) { return acceptAll{}, nil },
+		secretfile.Resolver{Logger: slog.New(slog.DiscardHandler), Redact: s.redactNew})
 	require.NoError(t, err)
-	fv.changed = s.redactNew
 
 	const rotated = "secret-rotated-0002"
 	require.NoError(t, os.WriteFile(path, []byte(rotated+"\n"), 0o600))

@@ -20,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/logbudget"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
+	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/verify"
 )
 
@@ -83,14 +84,11 @@ func (s *Server) WithRedactor(r *sanitize.Redactor) *Server {
 	return s
 }
 
-// redactNew adds a provider's new file contents to the redactor.
-func (s *Server) redactNew(contents [][]byte) {
-	r := s.redactor.Load()
-	if r == nil {
-		return
-	}
-	for _, c := range contents {
-		r.Add(string(c))
+// redactNew adds a provider's new file contents to the redactor, the one
+// WithRedactor set (none before).
+func (s *Server) redactNew(values ...string) {
+	if r := s.redactor.Load(); r != nil {
+		r.Add(values...)
 	}
 }
 
@@ -144,8 +142,8 @@ func New(cfg *config.Config, table *route.Table, secrets config.Secrets, claims 
 				return verify.New(c)
 			}
 			var fv *fileVerifier
-			if fv, err = newFileVerifier(p.Name, files, vc.Secrets, build, logger); err == nil {
-				fv.changed = s.redactNew
+			res := secretfile.Resolver{Logger: logger, Redact: s.redactNew}
+			if fv, err = newFileVerifier(p.Name, files, vc.Secrets, build, res); err == nil {
 				v = fv
 			}
 		} else {
