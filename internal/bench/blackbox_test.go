@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,22 +67,6 @@ func profileTop(b *testing.B, path string) string {
 		top.Write(out)
 	}
 	return top.String()
-}
-
-// reapedCPUOf returns the CPU-seconds of process pid's children that it
-// has waited for (cutime + cstime).
-func reapedCPUOf(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(f) < 15 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[13], 64)
-	s, _ := strconv.ParseFloat(f[14], 64)
-	return (u + s) / clockTicks
 }
 
 // privateFigures are the black-box figures on a private cluster.

@@ -720,44 +720,6 @@ func startBinary(b *testing.B, bins binaries, name, cfg string, env []string) *p
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times on Linux.
-const clockTicks = 100
-
-// cpuOf returns the CPU-seconds (user + system) process pid has used.
-func cpuOf(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the parenthesized command: state(3) ... utime(14) stime(15).
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / clockTicks
-}
-
-// selfCPU returns the CPU-seconds this process has used: the senders',
-// while a phase runs only them.
-func selfCPU() float64 { return cpuOf(os.Getpid()) }
-
-// peakRSS returns process pid's peak resident set (VmHWM) in KiB.
-func peakRSS(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return kb
-		}
-	}
-	return 0
-}
-
 // server is the Postgres server the benchmark's database lives on, seen
 // through /proc: it must run on this machine.
 type server struct{ pid int }
