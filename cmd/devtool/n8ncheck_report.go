@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// verdict says whether a scenario went as docs/n8n.md says.
+type verdict int
+
+const (
+	verdictOK verdict = iota
+	verdictFailed
+	// verdictShown: a comparison, with nothing expected of it.
+	verdictShown
+)
+
+// n8nRow is one line of the check's table.
+type n8nRow struct {
+	scenario, hookgate, executions, effects string
+	verdict                                 verdict
+}
+
+func markdownTable(rows []n8nRow) string {
+	var b strings.Builder
+	b.WriteString("| scenario | hookgate | n8n executions | effects downstream | as the guide says |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		v := map[verdict]string{verdictOK: "yes", verdictFailed: "**NO**", verdictShown: "(comparison)"}[r.verdict]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.scenario, r.hookgate, r.executions, r.effects, v)
+	}
+	return b.String()
+}
+
+// total and describe summarise execution counts.
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func describeExecutions(m map[string]int) string {
+	if total(m) == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, s := range []string{"success", "error", "crashed", "canceled"} {
+		if m[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[s], s))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", total(m), strings.Join(parts, ", "))
+}
+
+func okIf(b bool) verdict {
+	if b {
+		return verdictOK
+	}
+	return verdictFailed
+}
