@@ -181,3 +181,30 @@ func cut(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// runScenarios connects to hookgate's and n8n's databases, where the
+// scenarios read claims and executions, and runs every scenario.
+func (r *n8nCheckRun) runScenarios(ctx context.Context) (*n8nChecker, []n8nRow, error) {
+	hgPool, err := pgxpool.New(ctx, r.hgURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.onExit(func(err error) error {
+		hgPool.Close()
+		return err
+	})
+	n8nPool, err := pgxpool.New(ctx, r.n8nURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.onExit(func(err error) error {
+		n8nPool.Close()
+		return err
+	})
+	c := &n8nChecker{
+		con: r.con, rec: r.rec, n8n: r.n8n, store: claim.NewStore(hgPool, nil, nil), n8nDB: n8nPool,
+		ingest: "http://" + r.ingestAddr + "/webhooks/stripe", secret: r.secrets["STRIPE_WEBHOOK_SECRET"],
+		token: r.secrets["N8N_WEBHOOK_TOKEN"], workerBin: r.workerBin, hgEnv: r.hgEnv,
+	}
+	return c, c.run(ctx), nil
+}

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/config"
 )
 
 // freeLoopback returns a loopback address nothing listens on now, or "".
@@ -132,3 +137,53 @@ func n8nCheckConfig(guide []byte, ingestAddr, workerAddr, apiURL, n8nBase string
 
 // n8nSuccess is the success setting docs/n8n.md recommends.
 const n8nSuccess = `success: '.body.ok == true'`
+
+// serveAPIs picks the loopback addresses the check runs on, and serves the
+// recorder: the APIs the check's workflows and the worked example call.
+func (r *n8nCheckRun) serveAPIs() error {
+	// Loopback addresses, picked free now.
+	r.ingestAddr, r.workerAddr, r.n8nAddr, r.brokerAddr = freeLoopback(), freeLoopback(), freeLoopback(), freeLoopback()
+	for _, a := range []string{r.ingestAddr, r.workerAddr, r.n8nAddr, r.brokerAddr} {
+		if a == "" {
+			return errors.New("no free loopback port")
+		}
+	}
+	r.rec = newRecorder()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listening for the check's APIs: %w", err)
+	}
+	apiSrv := &http.Server{Handler: r.rec, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = apiSrv.Serve(ln) }()
+	r.onExit(func(err error) error {
+		apiSrv.Close()
+		return err
+	})
+	r.apiAddr = ln.Addr()
+	r.apiURL = "http://" + ln.Addr().String()
+	r.n8nBase = "http://" + r.n8nAddr
+	return nil
+}
+
+// writeConfig makes the check's secrets and writes its hookgate config,
+// once it parses, into the working directory.
+func (r *n8nCheckRun) writeConfig() error {
+	r.secrets = map[string]string{
+		"STRIPE_WEBHOOK_SECRET": "whsec_" + randomHex(16),
+		"SHIPPER_AUTHORIZATION": "Bearer sk_check_" + randomHex(8),
+		"N8N_WEBHOOK_TOKEN":     randomHex(16),
+	}
+	r.rec.shipperAuth, r.rec.log = r.secrets["SHIPPER_AUTHORIZATION"], r.logs
+	cfgYAML, err := n8nCheckConfig(r.guide, r.ingestAddr, r.workerAddr, r.apiURL, r.n8nBase)
+	if err != nil {
+		return err
+	}
+	if _, err := config.Parse(cfgYAML); err != nil {
+		return fmt.Errorf("the check's config (the guide's worked example and the check's routes): %w", err)
+	}
+	r.cfgPath = filepath.Join(r.work, "hookgate.yaml")
+	if err := os.WriteFile(r.cfgPath, cfgYAML, 0o600); err != nil {
+		return err
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -58,4 +59,26 @@ func okIf(b bool) verdict {
 		return verdictOK
 	}
 	return verdictFailed
+}
+
+// report prints the check's table, and the worked example's claim as
+// `worker claims show` prints it, and fails the check when a scenario did
+// not go as docs/n8n.md says.
+func (r *n8nCheckRun) report(stdout io.Writer, c *n8nChecker, rows []n8nRow) error {
+	fmt.Fprintf(stdout, "\nn8n %s on Node %s; executions counted in n8n's execution_entity table:\n\n", n8nVersion, c.nodeVersion())
+	fmt.Fprint(stdout, markdownTable(rows))
+	if c.claimsShow != "" {
+		fmt.Fprintf(stdout, "\nthe worked example's event, as `worker claims show` prints it:\n\n%s", c.claimsShow)
+	}
+	var failed []string
+	for _, row := range rows {
+		if row.verdict == verdictFailed {
+			failed = append(failed, row.scenario)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d scenario(s) did not go as docs/n8n.md says: %s (logs: %s)", len(failed), strings.Join(failed, "; "), r.logPath)
+	}
+	fmt.Fprintf(stdout, "\nevery scenario went as docs/n8n.md says (logs: %s)\n", r.logPath)
+	return nil
 }

@@ -2,8 +2,13 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 )
 
 // The workflows `devtool n8n-check` imports into n8n. Each starts with a
@@ -161,4 +166,45 @@ func n8nCredentialsJSON(header, token string) ([]byte, error) {
 		"id": n8nCredentialID, "name": "hookgate token", "type": "httpHeaderAuth",
 		"data": map[string]string{"name": header, "value": token},
 	}})
+}
+
+// importWorkflows imports the check's workflows and credential into n8n,
+// which must be stopped then, and activates the workflows.
+func (r *n8nCheckRun) importWorkflows(ctx context.Context) error {
+	// n8n: its workflows and credential, imported while it is stopped.
+	n8nEnv, err := n8nEnvironment(r.n8nURL, filepath.Join(r.work, "home"), r.n8nAddr, r.brokerAddr)
+	if err != nil {
+		return err
+	}
+	r.n8nEnv = n8nEnv
+	r.n8nBin = filepath.Join(r.dir, "node_modules", ".bin", "n8n")
+	wfJSON, err := n8nWorkflowsJSON(checkWorkflows(), r.apiURL)
+	if err != nil {
+		return err
+	}
+	credJSON, err := n8nCredentialsJSON("X-Hookgate-Token", r.secrets["N8N_WEBHOOK_TOKEN"])
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.work, "workflows.json"), wfJSON, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.work, "credentials.json"), credJSON, 0o600); err != nil {
+		return err
+	}
+	for _, step := range [][]string{
+		{"import:credentials", "--input=" + filepath.Join(r.work, "credentials.json")},
+		{"import:workflow", "--input=" + filepath.Join(r.work, "workflows.json")},
+		{"update:workflow", "--all", "--active=true"},
+	} {
+		r.con.printf("n8n-check", "n8n %s", step[0]+" "+strings.Join(step[1:], " "))
+		if err := runOnce(ctx, r.logs, 30*time.Second, "n8n "+step[0], r.n8nBin, step, r.n8nEnv); err != nil {
+			return fmt.Errorf("n8n %s failed (see %s): %w", step[0], r.logPath, err)
+		}
+	}
+	// The credential holds the token in the clear; n8n keeps it encrypted.
+	if err := os.Remove(filepath.Join(r.work, "credentials.json")); err != nil {
+		return err
+	}
+	return nil
 }
