@@ -38,37 +38,9 @@ const (
 // answers /healthz, and then until Ctrl-C or a child's exit. It stops
 // everything on the way out: ingest, worker, receiver, Postgres.
 func runSystem(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	fs := newFlagSet("run", "run [--config FILE] [--bin DIR]", stderr)
-	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
-	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("run takes no arguments, got %q", fs.Args())
-	}
-	cfg, err := config.Load(*configPath)
+	o, err := parseRunOptions(args, stderr)
 	if err != nil {
 		return err
-	}
-	ingestBin, workerBin := filepath.Join(*binDir, "ingest"), filepath.Join(*binDir, "worker")
-	for _, bin := range []string{ingestBin, workerBin} {
-		if err := checkExecutable(bin); err != nil {
-			return err
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding devtool's own binary for the receiver: %w", err)
-	}
-	ingestURL, workerURL := localURL(cfg.Ingest.Listen), localURL(cfg.Worker.Listen)
-	receiverURL := "http://" + receiverAddr
-	for _, addr := range []struct{ name, listen string }{
-		{"ingest", cfg.Ingest.Listen}, {"worker", cfg.Worker.Listen}, {"receiver", receiverAddr},
-	} {
-		if err := checkFree(addr.listen); err != nil {
-			return fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
-		}
 	}
 
 	con := &console{w: stdout}
@@ -78,38 +50,119 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 		con.printf("devtool", "interrupted while starting; stopping")
 		return nil
 	}
-	secrets := demoSecrets(cfg, getenv)
+	secrets := demoSecrets(o.cfg, getenv)
 	con.printf("devtool", "%s", demoSecretsNotice(secrets))
-	consoleEnv, logins, err := devsecret.Console(cfg, getenv, localDir)
+	consoleEnv, logins, err := devsecret.Console(o.cfg, getenv, localDir)
 	if err != nil {
 		return err
 	}
 
-	dbURL := getenv("DATABASE_URL")
-	if dbURL != "" {
-		con.printf("devtool", "using DATABASE_URL from the environment; no local Postgres started")
-	} else {
-		cluster, cerr := startCluster(ctx, con, pgDir, pgPort)
-		if cerr != nil {
-			return cerr
-		}
+	dbURL, stopPostgres, err := runPostgres(ctx, con, getenv)
+	if err != nil {
+		return err
+	}
+	if stopPostgres != nil {
 		defer func() {
-			con.printf("devtool", "stopping Postgres")
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if serr := cluster.Stop(sctx); serr != nil {
+			if serr := stopPostgres(); serr != nil {
 				err = errors.Join(err, serr)
-				return
 			}
-			con.printf("devtool", "Postgres stopped")
 		}()
-		dbURL = cluster.URL("postgres")
-		con.printf("devtool", "Postgres is up (log: %s): DATABASE_URL=%s", filepath.Join(pgDir, "server.log"), dbURL)
 		if ctx.Err() != nil {
 			return interrupted()
 		}
 	}
 
+	env := runEnv(getenv, dbURL, secrets, consoleEnv)
+	grace := max(minStopGrace, o.cfg.Worker.ShutdownTimeout.D()+5*time.Second)
+
+	if err := runOnce(ctx, con, grace, "migrate", o.ingestBin, []string{"migrate", "--config", o.configPath}, env); err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return fmt.Errorf("migrating the database: %w", err)
+	}
+
+	sup := newSupervisor(con, grace)
+	defer func() { err = errors.Join(err, sup.stopAll()) }()
+	children := o.children()
+	if err := startChildren(sup, children, env); err != nil {
+		return err
+	}
+	if err := waitChildren(ctx, sup, children); err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return err
+	}
+
+	// A DATABASE_URL of the user's may hold a password: it is not printed.
+	shownURL := "$DATABASE_URL"
+	if getenv("DATABASE_URL") == "" {
+		shownURL = dbURL
+	}
+	con.plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
+		claimsHelp(shownURL, filepath.Join(o.binDir, "worker"), o.configPath))
+	return untilDone(ctx, con, sup, grace)
+}
+
+// runOptions is what `devtool run` runs: its flags, the config they name,
+// the binaries, and the URLs the processes answer on.
+type runOptions struct {
+	configPath, binDir string
+	cfg                *config.Config
+	// ingestBin and workerBin are the built binaries; self is devtool's
+	// own, which runs the receiver.
+	ingestBin, workerBin, self        string
+	ingestURL, workerURL, receiverURL string
+}
+
+// parseRunOptions reads run's flags and config, and checks that the
+// binaries are built and every listen address is free, before anything is
+// started.
+func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
+	fs := newFlagSet("run", "run [--config FILE] [--bin DIR]", stderr)
+	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
+	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("run takes no arguments, got %q", fs.Args())
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return nil, err
+	}
+	ingestBin, workerBin := filepath.Join(*binDir, "ingest"), filepath.Join(*binDir, "worker")
+	for _, bin := range []string{ingestBin, workerBin} {
+		if err := checkExecutable(bin); err != nil {
+			return nil, err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding devtool's own binary for the receiver: %w", err)
+	}
+	ingestURL, workerURL := localURL(cfg.Ingest.Listen), localURL(cfg.Worker.Listen)
+	receiverURL := "http://" + receiverAddr
+	for _, addr := range []struct{ name, listen string }{
+		{"ingest", cfg.Ingest.Listen}, {"worker", cfg.Worker.Listen}, {"receiver", receiverAddr},
+	} {
+		if err := checkFree(addr.listen); err != nil {
+			return nil, fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
+		}
+	}
+	return &runOptions{
+		configPath: *configPath, binDir: *binDir, cfg: cfg,
+		ingestBin: ingestBin, workerBin: workerBin, self: self,
+		ingestURL: ingestURL, workerURL: workerURL, receiverURL: receiverURL,
+	}, nil
+}
+
+// runEnv is the environment of the processes `devtool run` starts:
+// devtool's own, with the database, the log format, and the demo and
+// console secrets added.
+func runEnv(getenv func(string) string, dbURL string, secrets, consoleEnv map[string]string) []string {
 	env := append(os.Environ(),
 		"DATABASE_URL="+dbURL,
 		"HOOKGATE_LOG_FORMAT="+cmp.Or(getenv("HOOKGATE_LOG_FORMAT"), "text"))
@@ -119,48 +172,50 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	for name, value := range consoleEnv {
 		env = append(env, name+"="+value)
 	}
-	grace := max(minStopGrace, cfg.Worker.ShutdownTimeout.D()+5*time.Second)
+	return env
+}
 
-	if err := runOnce(ctx, con, grace, "migrate", ingestBin, []string{"migrate", "--config", *configPath}, env); err != nil {
-		if ctx.Err() != nil {
-			return interrupted()
-		}
-		return fmt.Errorf("migrating the database: %w", err)
-	}
+// runChild is one process `devtool run` starts, and the URL that answers
+// 200 once it is up.
+type runChild struct {
+	name, path string
+	args       []string
+	health     string
+}
 
-	sup := newSupervisor(con, grace)
-	defer func() { err = errors.Join(err, sup.stopAll()) }()
-	children := []struct {
-		name, path string
-		args       []string
-		health     string
-	}{
-		{"receiver", self, []string{"receive", "--listen", receiverAddr}, receiverURL + "/healthz"},
-		{"worker", workerBin, []string{"--config", *configPath}, workerURL + "/healthz"},
-		{"ingest", ingestBin, []string{"--config", *configPath}, ingestURL + "/healthz"},
+// children are the processes `devtool run` starts, in the order they
+// start: the supervisor stops them in reverse.
+func (o *runOptions) children() []runChild {
+	return []runChild{
+		{"receiver", o.self, []string{"receive", "--listen", receiverAddr}, o.receiverURL + "/healthz"},
+		{"worker", o.workerBin, []string{"--config", o.configPath}, o.workerURL + "/healthz"},
+		{"ingest", o.ingestBin, []string{"--config", o.configPath}, o.ingestURL + "/healthz"},
 	}
+}
+
+// startChildren starts every child, in order, before any is waited for.
+func startChildren(sup *supervisor, children []runChild, env []string) error {
 	for _, c := range children {
 		if err := sup.start(c.name, c.path, c.args, env); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// waitChildren waits until every child answers its /healthz.
+func waitChildren(ctx context.Context, sup *supervisor, children []runChild) error {
 	for _, c := range children {
 		if err := waitHealthy(ctx, sup, c.name, c.health); err != nil {
-			if ctx.Err() != nil {
-				return interrupted()
-			}
 			return err
 		}
 	}
+	return nil
+}
 
-	// A DATABASE_URL of the user's may hold a password: it is not printed.
-	shownURL := "$DATABASE_URL"
-	if getenv("DATABASE_URL") == "" {
-		shownURL = dbURL
-	}
-	con.plain(banner(cfg, ingestURL, workerURL, receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
-		claimsHelp(shownURL, filepath.Join(*binDir, "worker"), *configPath))
-
+// untilDone waits for Ctrl-C or a child's exit; runSystem's deferred stops
+// then take everything down.
+func untilDone(ctx context.Context, con *console, sup *supervisor, grace time.Duration) error {
 	select {
 	case <-ctx.Done():
 		con.printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)

@@ -122,3 +122,31 @@ func servesDir(pid int, dir string) bool {
 	}
 	return err == nil && rerr == nil && cwd == want
 }
+
+// runPostgres is the Postgres `devtool run` uses: the server DATABASE_URL
+// names, or devtool's own, started here. stop stops the latter, and is nil
+// for the former, which is not devtool's to stop.
+func runPostgres(ctx context.Context, con *console, getenv func(string) string) (dbURL string, stop func() error, err error) {
+	dbURL = getenv("DATABASE_URL")
+	if dbURL != "" {
+		con.printf("devtool", "using DATABASE_URL from the environment; no local Postgres started")
+		return dbURL, nil, nil
+	}
+	cluster, cerr := startCluster(ctx, con, pgDir, pgPort)
+	if cerr != nil {
+		return "", nil, cerr
+	}
+	stop = func() error {
+		con.printf("devtool", "stopping Postgres")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if serr := cluster.Stop(sctx); serr != nil {
+			return serr
+		}
+		con.printf("devtool", "Postgres stopped")
+		return nil
+	}
+	dbURL = cluster.URL("postgres")
+	con.printf("devtool", "Postgres is up (log: %s): DATABASE_URL=%s", filepath.Join(pgDir, "server.log"), dbURL)
+	return dbURL, stop, nil
+}
