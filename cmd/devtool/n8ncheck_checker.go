@@ -38,6 +38,8 @@ type n8nChecker struct {
 	hgEnv     []string
 }
 
+// nodeVersion is the Node.js version the check ran n8n on, for the
+// report; node is asked once.
 func (c *n8nChecker) nodeVersion() string {
 	if c.nodeV == "" {
 		out, _ := exec.Command("node", "--version").Output()
@@ -142,6 +144,8 @@ func (c *n8nChecker) executions(ctx context.Context, workflow string) (map[strin
 	return counts, nil
 }
 
+// wfID is the id of the check's workflow whose webhook is at path, as
+// n8n's execution_entity records it; "" when there is none.
 func wfID(path string) string {
 	for _, w := range checkWorkflows() {
 		if w.path == path {

@@ -11,6 +11,9 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
+// workedExample runs docs/n8n.md's worked example: a checkout event sent
+// twice, the shipment and label calls, and the notify-ops workflow behind
+// Header Auth. It keeps `worker claims show`'s output for the report.
 func (c *n8nChecker) workedExample(ctx context.Context) ([]n8nRow, error) {
 	const id = "evt_1QcheckWorkedExample"
 	session := map[string]any{

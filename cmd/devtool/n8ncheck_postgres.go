@@ -32,6 +32,8 @@ func recreateDatabase(ctx context.Context, adminURL, name string) (string, error
 	return u.String(), nil
 }
 
+// dropDatabase drops database name on the server adminURL names, forcing
+// off any session still connected, so that the check starts and ends clean.
 func dropDatabase(ctx context.Context, adminURL, name string) error {
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {

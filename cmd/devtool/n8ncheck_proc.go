@@ -30,6 +30,7 @@ type startup struct {
 	window time.Duration
 }
 
+// String is how the check reports n8n's start-up.
 func (s startup) String() string {
 	return fmt.Sprintf("answered for %s before serving webhooks: %d× 200 \"starting up\", %d× 404",
 		s.window.Round(100*time.Millisecond), s.startingUp, s.notFound)

@@ -22,11 +22,15 @@ type recorder struct {
 	keys        map[string]string         // path -> last key
 }
 
+// newRecorder returns a recorder that has seen no request yet.
 func newRecorder() *recorder {
 	return &recorder{calls: map[string]int{}, byKey: map[string]map[string]int{}, effects: map[string]int{},
 		bodies: map[string][]byte{}, keys: map[string]string{}}
 }
 
+// ServeHTTP answers one call to the check's APIs: it counts the call by
+// path and key, fails the calls a scenario wants failed, and performs the
+// effect on a key's first success only.
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	path, key := strings.TrimPrefix(req.URL.Path, "/"), req.Header.Get("Idempotency-Key")
@@ -95,6 +99,8 @@ func firstSuccess(path string) int {
 	return 1
 }
 
+// stats returns how many requests path had and how many effects they
+// performed.
 func (r *recorder) stats(path string) (calls, effects int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -108,6 +114,8 @@ func (r *recorder) callsWith(path, key string) int {
 	return r.byKey[path][key]
 }
 
+// last returns the key and body of path's latest request: what the
+// workflow passed on to the API.
 func (r *recorder) last(path string) (key string, body []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

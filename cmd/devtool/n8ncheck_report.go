@@ -22,6 +22,7 @@ type n8nRow struct {
 	verdict                                 verdict
 }
 
+// markdownTable renders rows as the Markdown table the check prints.
 func markdownTable(rows []n8nRow) string {
 	var b strings.Builder
 	b.WriteString("| scenario | hookgate | n8n executions | effects downstream | as the guide says |\n|---|---|---|---|---|\n")
@@ -54,6 +55,8 @@ func describeExecutions(m map[string]int) string {
 	return fmt.Sprintf("%d (%s)", total(m), strings.Join(parts, ", "))
 }
 
+// okIf is verdictOK when b holds and verdictFailed otherwise: the verdict
+// of a scenario with an expected outcome.
 func okIf(b bool) verdict {
 	if b {
 		return verdictOK

@@ -76,6 +76,8 @@ func (o restartOutcome) onceEachButStartingUp(n int) bool {
 	return o.completed == n && o.effects+o.lost == n
 }
 
+// restartOutcome counts what became of the deliveries of ids on route,
+// whose workflow's webhook is at path.
 func (c *n8nChecker) restartOutcome(ctx context.Context, ids []string, route, path string) (restartOutcome, error) {
 	var o restartOutcome
 	for _, id := range ids {
@@ -103,6 +105,7 @@ func (c *n8nChecker) restartOutcome(ctx context.Context, ids []string, route, pa
 	return o, nil
 }
 
+// effectsText is the effects cell of a restart row.
 func (o restartOutcome) effectsText() string {
 	s := fmt.Sprintf("%d (of %d calls)", o.effects, o.calls)
 	if len(o.repeated) > 0 {
@@ -111,6 +114,7 @@ func (o restartOutcome) effectsText() string {
 	return s
 }
 
+// String is the hookgate cell of a restart row.
 func (o restartOutcome) String() string {
 	s := fmt.Sprintf("%d of %d completed", o.completed, o.completed+o.failed404)
 	if o.failed404 > 0 {
@@ -122,6 +126,10 @@ func (o restartOutcome) String() string {
 	return s
 }
 
+// restart stops n8n, sends events while it is down and starts it again,
+// on routes with and without `retry_statuses: [404]` and with docs/n8n.md's
+// success setting; then once more with a route paused across the restart,
+// as docs/n8n.md describes for a planned one.
 func (c *n8nChecker) restart(ctx context.Context) ([]n8nRow, error) {
 	const events = 10
 	if err := c.n8n.stop(); err != nil {

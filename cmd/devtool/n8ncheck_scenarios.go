@@ -12,6 +12,8 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
+// duplicates sends one event as concurrent copies: ingest should accept
+// one, and n8n run its workflow once.
 func (c *n8nChecker) duplicates(ctx context.Context) ([]n8nRow, error) {
 	const id, copies = "evt_check_dup", 5
 	var wg sync.WaitGroup
@@ -54,6 +56,9 @@ func (c *n8nChecker) duplicates(ctx context.Context) ([]n8nRow, error) {
 	}}, nil
 }
 
+// failing delivers to a workflow whose API call fails twice: hookgate
+// should retry until the third execution succeeds, the API performing its
+// effect once.
 func (c *n8nChecker) failing(ctx context.Context) ([]n8nRow, error) {
 	const id = "evt_check_failing"
 	if _, _, err := c.send(ctx, id, "check.failing", map[string]any{"id": "obj_failing"}); err != nil {
@@ -77,6 +82,10 @@ func (c *n8nChecker) failing(ctx context.Context) ([]n8nRow, error) {
 	}}, nil
 }
 
+// respondNode is the pitfall docs/n8n.md warns of: the workflow's Respond
+// to Webhook node comes after an API call that fails, yet n8n answers 200
+// with an empty body, so hookgate completes the delivery on its first
+// attempt and no effect happens.
 func (c *n8nChecker) respondNode(ctx context.Context) ([]n8nRow, error) {
 	const id = "evt_check_respond_node"
 	if _, _, err := c.send(ctx, id, "check.respond-node", map[string]any{"id": "obj_respond"}); err != nil {
@@ -126,6 +135,8 @@ func (c *n8nChecker) respondSuccess(ctx context.Context) ([]n8nRow, error) {
 	}}, nil
 }
 
+// slow delivers to a 4 s workflow on two routes: with a 3s timeout every
+// attempt times out, with 15s the first succeeds.
 func (c *n8nChecker) slow(ctx context.Context) ([]n8nRow, error) {
 	const id = "evt_check_slow"
 	if _, _, err := c.send(ctx, id, "check.slow", map[string]any{"id": "obj_slow"}); err != nil {
