@@ -32,10 +32,10 @@ const usage = `worker [--config FILE] [--listen ADDR]
 // workers usually hear of new jobs at once; the cooldown bounds how often a
 // worker fetches under load, the poll interval how late it notices a job
 // whose NOTIFY it missed, or a retry that has come due. River fills free
-// job slots only when it fetches: at 20 ms a queue of 100 slots could start
-// at most 5,000 jobs a second, and under a backlog its slots stood empty
-// for as long as its jobs ran (docs/benchmarks.md). At 5 ms a busy queue
-// fetches up to 200 times a second, each fetch one short statement.
+// job slots only when it fetches, so under a backlog a long cooldown left
+// slots empty for as long as the jobs ran (docs/benchmarks-history.md,
+// "Where the time goes"). At 5 ms a busy queue fetches up to 200 times a
+// second, each fetch one short statement.
 const (
 	fetchCooldown     = 5 * time.Millisecond
 	fetchPollInterval = 200 * time.Millisecond

@@ -19,9 +19,7 @@ import (
 // statement is planned anew at every run for as long as its custom plans
 // look cheaper than its generic one, which for the arrays of one or a few
 // rows that a light load sends is always. Planning these statements took
-// longer than running them: at 20 events/s, 1.8 ms of planning against
-// 0.9 ms of execution for the claim statement, and 4.9 ms of planning in
-// all per event delivered, on the path from accept to downstream and on
+// longer than running them, on the path from accept to downstream and on
 // Postgres' CPU (docs/benchmarks-history.md, "Plans made at every run"). Each
 // finds its rows through primary keys or ctids whatever the statistics
 // say, so its generic plan is what any batch wants (plan_internal_test.go
@@ -58,8 +56,8 @@ func queueSessionPlans(b *pgx.Batch) {
 // batch of a few hundred jobs, which joins river_job to the batch's ids.
 // At the default cost, while river_job holds tens of thousands of rows (a
 // young installation, or the backlog after an outage, which is when a
-// drain is long) Postgres plans that join as two scans of the whole table:
-// 10 – 18 ms a batch, about a sixth of the database's time in a drain
+// drain is long) Postgres plans that join as two scans of the whole table,
+// a large share of the database's time in a drain
 // (docs/benchmarks-history.md, "River's completion planned by key"). At this cost
 // it looks the ids up by the primary key. No public River API lets
 // hookgate send that statement another way, and River sends it on the

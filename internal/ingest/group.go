@@ -13,9 +13,8 @@ import (
 // DefaultGroupConcurrency is two claim transactions at once: one executes
 // while the other's commit is flushed. More only split the waiting
 // requests into smaller batches, each paying a transaction's round trips
-// and commit: at 64 senders, four at once made batches of 8 and cost
-// Postgres 27 – 41 % more CPU per event than two (batches of 20), on a fast
-// disk and on one whose flush takes 5 ms alike (docs/benchmarks-history.md, "Claim
+// and commit: four at once cost Postgres more CPU per event than two, on a
+// fast disk and on a slow one alike (docs/benchmarks-history.md, "Claim
 // transactions at once").
 const DefaultGroupConcurrency = 2
 
