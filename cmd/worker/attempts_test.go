@@ -2,27 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // A delivery answered 503 and then 201 by the real worker has two attempt
@@ -50,53 +42,15 @@ func TestAttemptHistoryThroughTheWorker(t *testing.T) {
 		fmt.Fprint(w, `{"id":"shp_1"}`)
 	}))
 	t.Cleanup(down.Close)
-	cfgPath := filepath.Join(t.TempDir(), "hookgate.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-worker:
-  concurrency: 2
-  shutdown_timeout: 2s
-providers:
-  - name: stripe
-    scheme: stripe
-    secrets_env: [T_STRIPE]
-routes:
-  - name: ship
-    provider: stripe
-    events: ["*"]
-    url: %s/ship
-    max_attempts: 3
-    backoff: {initial: 10ms, max: 50ms}
-    secret_headers: {Authorization: T_SHIP_AUTH}
-`, down.URL)), 0o600))
-	env := map[string]string{
-		"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath, "T_STRIPE": "whsec_stripe", "T_SHIP_AUTH": "Bearer " + token,
-	}
-	addr := proctest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &proctest.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
+	cfgPath := appendConfig(t, writeConfig(t, down.URL), "    secret_headers: {Authorization: T_SHIP_AUTH}\n")
+	env := workerEnv(db, cfgPath)
+	env["T_SHIP_AUTH"] = "Bearer " + token
+	worker := serveWorker(t, env)
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
-		[]string{"ship"}, true)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
-		require.NoError(c, err)
-		require.Equal(c, claim.Completed, cl.Status)
-	}, 30*time.Second, 20*time.Millisecond, "not completed:\n%s", logs)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker did not stop")
-	}
+	store := newStore(t, db)
+	claimEvent(t, store, "evt_1", `{}`)
+	waitStatus(t, store, "evt_1", claim.Completed, worker.logs)
+	worker.stop(t)
 
 	all, err := store.Attempts(t.Context(), "stripe", "evt_1", true)
 	require.NoError(t, err)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,42 +28,7 @@ const alicePassword = "alice-password-0001"
 // writeConsoleConfig is writeConfig with the console on.
 func writeConsoleConfig(t *testing.T, url string) string {
 	t.Helper()
-	path := writeConfig(t, url)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(consoleSection)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	return path
-}
-
-// startWorker serves a worker in-process until the test ends, and returns
-// its ops address and its log.
-func startWorker(t *testing.T, env map[string]string) (string, *proctest.Buffer) {
-	t.Helper()
-	addr := proctest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &proctest.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("worker did not stop")
-		}
-	})
-	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
-	return addr, logs
-}
-
-func workerEnv(db *dbtest.DB, cfg string) map[string]string {
-	return map[string]string{
-		"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfg, "T_STRIPE": "whsec_stripe", "T_SHIP_SIGNING": signingSecret,
-		"T_ALICE": alicePassword, "T_CI": "ci-token-abcdefghijkl",
-	}
+	return appendConfig(t, writeConfig(t, url), consoleSection)
 }
 
 func get(t *testing.T, url string, set func(*http.Request)) int {

@@ -2,27 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // A downstream that echoes the credentials it was sent, in every form it
@@ -47,58 +39,16 @@ func TestEchoedSecretNeverStoredOrLogged(t *testing.T) {
 			auth, token, url.QueryEscape(auth), url.PathEscape(token), j, signingSecret)
 	}))
 	t.Cleanup(down.Close)
-	cfgPath := filepath.Join(t.TempDir(), "hookgate.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-worker:
-  concurrency: 2
-  shutdown_timeout: 2s
-providers:
-  - name: stripe
-    scheme: stripe
-    secrets_env: [T_STRIPE]
-routes:
-  - name: ship
-    provider: stripe
-    events: ["*"]
-    url: %s/ship
-    max_attempts: 3
-    backoff: {initial: 10ms, max: 50ms}
-    signing_secret_env: T_SHIP_SIGNING
-    secret_headers: {Authorization: T_SHIP_AUTH}
-`, down.URL)), 0o600))
-	env := map[string]string{
-		"DATABASE_URL":    db.URL,
-		"HOOKGATE_CONFIG": cfgPath,
-		"T_STRIPE":        "whsec_stripe",
-		"T_SHIP_SIGNING":  signingSecret,
-		"T_SHIP_AUTH":     "Bearer " + token,
-	}
-	addr := proctest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &proctest.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
+	cfgPath := appendConfig(t, writeConfig(t, down.URL), "    secret_headers: {Authorization: T_SHIP_AUTH}\n")
+	env := workerEnv(db, cfgPath)
+	env["T_SHIP_AUTH"] = "Bearer " + token
+	worker := serveWorker(t, env)
+	logs := worker.logs
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
-		[]string{"ship"}, true)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
-		require.NoError(c, err)
-		require.Equal(c, claim.Failed, cl.Status)
-	}, 30*time.Second, 20*time.Millisecond, "not failed:\n%s", logs)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker did not stop")
-	}
+	store := newStore(t, db)
+	claimEvent(t, store, "evt_1", `{}`)
+	waitStatus(t, store, "evt_1", claim.Failed, logs)
+	worker.stop(t)
 	require.EqualValues(t, 2, calls.Load())
 
 	var lastError string

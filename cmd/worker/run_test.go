@@ -2,61 +2,28 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/lockout"
-	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 var signingSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("worker run test signing key 32b!"))
-
-// writeConfig writes a config whose one route posts to url and returns its path.
-func writeConfig(t *testing.T, url string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "hookgate.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
-worker:
-  concurrency: 4
-  shutdown_timeout: 2s
-providers:
-  - name: stripe
-    scheme: stripe
-    secrets_env: [T_STRIPE]
-routes:
-  - name: ship
-    provider: stripe
-    events: ["*"]
-    url: %s/ship
-    max_attempts: 3
-    backoff: {initial: 10ms, max: 100ms}
-    signing_secret_env: T_SHIP_SIGNING
-`, url)), 0o600))
-	return path
-}
-
-func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestServe(t *testing.T) {
 	t.Parallel()
@@ -66,19 +33,8 @@ func TestServe(t *testing.T) {
 		calls.Add(1)
 	}))
 	t.Cleanup(down.Close)
-	env := map[string]string{
-		"DATABASE_URL":    db.URL,
-		"HOOKGATE_CONFIG": writeConfig(t, down.URL),
-		"T_STRIPE":        "whsec_stripe",
-		"T_SHIP_SIGNING":  signingSecret,
-	}
-	addr := proctest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &proctest.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
+	worker := serveWorker(t, workerEnv(db, writeConfig(t, down.URL)))
+	addr, logs := worker.addr, worker.logs
 
 	resp, err := http.Get("http://" + addr + "/readyz")
 	require.NoError(t, err)
@@ -116,26 +72,12 @@ func TestServe(t *testing.T) {
 		require.Contains(t, strings.Split(string(raw), "\n"), line)
 	}
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
-		[]string{"ship"}, true)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
-		require.NoError(c, err)
-		require.Equal(c, claim.Completed, cl.Status)
-	}, 20*time.Second, 20*time.Millisecond, "not delivered:\n%s", logs)
+	store := newStore(t, db)
+	claimEvent(t, store, "evt_1", `{}`)
+	waitStatus(t, store, "evt_1", claim.Completed, logs)
 	require.EqualValues(t, 1, calls.Load())
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker did not stop")
-	}
+	worker.stop(t)
 	require.Contains(t, logs.String(), "worker stopped")
 }
 
@@ -194,12 +136,7 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 	db := dbtest.NewDB(t)
 	cfgPath := writeConfig(t, "http://127.0.0.1:1")
 	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath})
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
-		[]string{"ship"}, true)
-	require.NoError(t, err)
+	claimEvent(t, newStore(t, db), "evt_1", `{}`)
 
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), []string{"worker", "claims", "list"}, env, &out, io.Discard))
@@ -231,7 +168,7 @@ func TestClaimsNeedNoSecrets(t *testing.T) {
 	require.Contains(t, out.String(), "claim:       stripe/evt_1")
 	require.Regexp(t, `ship\s+processing\s+0 \(max_attempts 3\)`, out.String())
 
-	err = run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
+	err := run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "stripe/evt_1 is still processing")
 }
 
