@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -23,13 +21,9 @@ func TestClaimsExport(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	store := newStore(t, db)
 	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
-		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(`{"id":"` + id + `"}`)},
-			[]string{"ship"}, true)
-		require.NoError(t, err)
+		claimEvent(t, store, id, `{"id":"`+id+`"}`)
 	}
 	testfactory.SetClaim(t.Context(), t, db.Pool, claim.EventKey{Provider: "stripe", EventID: "evt_3"}, &testfactory.ClaimOpts{ClearPayload: true})
 	export := func(args ...string) []map[string]any {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,22 +11,11 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
-// withRetention adds a retention section to the config file at path.
-func withRetention(t *testing.T, path, section string) string {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("retention:\n" + section)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	return path
-}
-
 func TestClaimsPrune(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	env := getenv(map[string]string{"DATABASE_URL": db.URL,
-		"HOOKGATE_CONFIG": withRetention(t, writeConfig(t, "http://127.0.0.1:1"), "  claims: 2h\n  payloads: 1h\n  batch_size: 3\n")})
+		"HOOKGATE_CONFIG": appendConfig(t, writeConfig(t, "http://127.0.0.1:1"), "retention:\n  claims: 2h\n  payloads: 1h\n  batch_size: 3\n")})
 	_, err := db.Pool.Exec(t.Context(), `
 INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at)
 SELECT 'stripe', 'evt_old_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '3 hours' FROM generate_series(1, 7) i

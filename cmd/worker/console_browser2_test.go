@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -89,12 +87,7 @@ func TestConsoleSecondRoundInBrowser(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(down.Close)
-	path := writeConfig(t, down.URL)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(secondRoundConsole)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	path := appendConfig(t, writeConfig(t, down.URL), secondRoundConsole)
 
 	// As make run does: a password for the operator, and the banner.
 	cfg, err := config.Load(path)
@@ -112,13 +105,9 @@ func TestConsoleSecondRoundInBrowser(t *testing.T) {
 	require.NotNil(t, m, "the banner says how to sign in")
 	password := m[1]
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	store := newStore(t, db)
 	for _, id := range []string{"evt_pay_0001", "evt_pay_0002", "evt_refund_0003"} {
-		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
-			Payload: []byte(`{"id":"` + id + `","object":"event"}`)}, []string{"ship"}, true)
-		require.NoError(t, err)
+		claimEvent(t, store, id, `{"id":"`+id+`","object":"event"}`)
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		n, err := store.CountClaims(t.Context(), claim.Search{Status: claim.Failed})

@@ -14,8 +14,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,16 +60,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	addr, logs := startWorker(t, workerEnv(db, writeConsoleConfig(t, down.URL)))
 	base := "http://" + addr
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	store := newStore(t, db)
 	for _, id := range []string{"evt_paid", "evt_fails"} {
 		if id == "evt_paid" {
 			healthy.Store(true)
 		}
-		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
-			Payload: []byte(`{"id":"` + id + `","object":"event","data":{"amount":4200}}`)}, []string{"ship"}, true)
-		require.NoError(t, err)
+		claimEvent(t, store, id, `{"id":"`+id+`","object":"event","data":{"amount":4200}}`)
 		want := claim.Completed
 		if id == "evt_fails" {
 			want = claim.Failed

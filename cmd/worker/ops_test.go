@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,17 +52,8 @@ func startOpsWith(t *testing.T, proxies string) *opsBundle {
 		"T_SHIP_SIGNING":       signingSecret,
 		"HOOKGATE_UI_PASSWORD": uiTestPassword,
 	}
-	addr := proctest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &proctest.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"worker", "--listen", addr}, getenv(env), io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	proctest.WaitHealthy(t, "http://"+addr+"/healthz", done)
-	return &opsBundle{base: "http://" + addr, db: db, logs: logs}
+	w := serveWorker(t, env)
+	return &opsBundle{base: "http://" + w.addr, db: db, logs: w.logs}
 }
 
 // job enqueues a delivery job scheduled an hour ahead, which no worker

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -25,16 +23,12 @@ func TestRoutesCommands(t *testing.T) {
 	db := dbtest.NewDB(t)
 	cfgPath := writeConfig(t, "http://127.0.0.1:1")
 	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": cfgPath})
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
+	store := newStore(t, db)
 	for _, id := range []string{"evt_1", "evt_2"} {
-		_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(`{}`)},
-			[]string{"ship"}, true)
-		require.NoError(t, err)
+		claimEvent(t, store, id, `{}`)
 	}
 	// One more event whose ship delivery waits for a route that runs first.
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
+	_, err := store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
 		After: map[string][]string{"ship": {"first"}}}, []string{"first", "ship"}, true)
 	require.NoError(t, err)
 	routes := func(args ...string) string {

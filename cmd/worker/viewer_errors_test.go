@@ -8,14 +8,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -36,10 +31,7 @@ func TestViewersReadNoDownstreamText(t *testing.T) {
 		fmt.Fprintf(w, "card %s declined\nmore", card)
 	}))
 	t.Cleanup(down.Close)
-	cfg := writeConfig(t, down.URL)
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(`console:
+	cfg := appendConfig(t, writeConfig(t, down.URL), `console:
   users:
     - name: alice
       role: operator
@@ -48,24 +40,14 @@ func TestViewersReadNoDownstreamText(t *testing.T) {
       role: viewer
       password_env: T_BOB
 `)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 	env := workerEnv(db, cfg)
 	env["T_BOB"] = "bob-password-0002"
 	addr, logs := startWorker(t, env)
 	base := "http://" + addr
 
-	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{TestOnly: true})
-	require.NoError(t, err)
-	store := claim.NewStore(db.Pool, jobs, func(string) int { return 3 })
-	_, err = store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Payload: []byte(`{}`)},
-		[]string{"ship"}, true)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cl, _, err := store.Get(t.Context(), "stripe", "evt_1")
-		require.NoError(c, err)
-		require.Equal(c, claim.Failed, cl.Status)
-	}, 30*time.Second, 20*time.Millisecond, "not failed:\n%s", logs)
+	store := newStore(t, db)
+	claimEvent(t, store, "evt_1", `{}`)
+	waitStatus(t, store, "evt_1", claim.Failed, logs)
 
 	var lastError, attemptError, response string
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT d.last_error, a.error, a.response
