@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -44,27 +43,6 @@ console:
 `
 
 const bobPassword = "bob-password-0002"
-
-// newChromium starts a headless Chromium for the test, as the first
-// browser test does.
-func newChromium(t *testing.T) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	// A step that waits for what never comes fails the test, not the run.
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // TestConsoleSecondRoundInBrowser drives Chromium through the second
 // round's console: sign in with the password make run's banner prints,

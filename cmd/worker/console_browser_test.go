@@ -38,13 +38,33 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// newChromium starts a headless Chromium for the test, closed when it
+// ends, and returns the context its steps run in.
+func newChromium(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	// A step that waits for what never comes fails the test, not the run.
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // TestConsoleInBrowser drives Chromium through the console of a real worker
 // whose one route first fails: sign in, filter failed claims, open the
 // failed one, retry it with confirmation, watch the worker deliver it,
 // sign out, and find the session gone.
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	exe := chromium(t)
 	db := dbtest.NewDB(t)
 	var healthy atomic.Bool
 	var calls atomic.Int32
@@ -79,17 +99,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	healthy.Store(true) // the downstream is back: a retry will pass
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	ctx := newChromium(t)
 	defer func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs)

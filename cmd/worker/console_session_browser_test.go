@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,30 +20,15 @@ import (
 // signs in; "End all my sessions" ends that one too.
 func TestSessionEndsOnPasswordChangeInBrowser(t *testing.T) {
 	t.Parallel()
-	exe := chromium(t)
 	db := dbtest.NewDB(t)
 	pwFile := filepath.Join(t.TempDir(), "alice-password")
 	require.NoError(t, os.WriteFile(pwFile, []byte(alicePassword+"\n"), 0o600))
-	cfg := writeConfig(t, "http://127.0.0.1:1")
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("console:\n  users:\n    - name: alice\n      role: operator\n      password_file: " + pwFile + "\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	cfg := appendConfig(t, writeConfig(t, "http://127.0.0.1:1"),
+		"console:\n  users:\n    - name: alice\n      role: operator\n      password_file: "+pwFile+"\n")
 	addr, logs := startWorker(t, workerEnv(db, cfg))
 	base := "http://" + addr
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	ctx := newChromium(t)
 	defer func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs)
