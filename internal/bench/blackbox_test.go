@@ -117,43 +117,24 @@ func privateRun(b *testing.B, bins binaries, down *sink, n int, prefix string, f
 	f := privateFigures{durable: label}
 	f.floor = commitLatency(b, pool, 100, 20)
 
-	pg0 := pg.cpu()
-	tps, txs := runPgbench(b, dbURL)
-	f.tps, f.pgbenchPG = tps, (pg.cpu()-pg0)/float64(txs)*1000
-	f.ceiling = runPgbenchCeiling(b, dbURL)
-	f.writes = runPgbenchWrites(b, dbURL, pool, pg)
+	base := runBaselines(b, dbURL, pool, pg)
+	f.tps, f.pgbenchPG, f.ceiling, f.writes = base.tps, base.pgbenchPG/float64(base.txs)*1000, base.ceiling, base.writes
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
 	ingest := startBinary(b, bins, "ingest", cfg, env)
-	url := ingest.base + "/webhooks/stripe"
-	if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
-		s := signEvent(fmt.Sprintf("evt_pwarm_%s_%d", prefix, i))
-		return postStripe(client, url, s.body, s.header)
-	}); err != nil {
-		b.Fatal(err)
-	}
 	unique := make([]signedEvent, n)
 	for i := range unique {
 		unique[i] = signEvent(fmt.Sprintf("%s_%d", prefix, i))
 	}
-	cpu0, pg0, wal0 := cpuOf(ingest.pid()), pg.cpu(), walBytes(b, pool)
-	var err error
-	f.ingest, err = hammer("ingest, unique events", n, func(i int) error { return postStripe(client, url, unique[i].body, unique[i].header) })
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.ingestCPU, f.ingestPG = (cpuOf(ingest.pid())-cpu0)/float64(n)*1000, (pg.cpu()-pg0)/float64(n)*1000
-	f.ingestWAL = float64(walBytes(b, pool)-wal0) / float64(n)
+	alone := runIngest(b, client, ingest, pool, pg, "evt_pwarm_"+prefix, unique, false)
+	f.ingest, f.ingestCPU, f.ingestPG, f.ingestWAL = alone.phase, alone.cpu/float64(n)*1000, alone.pg/float64(n)*1000, alone.wal
 
-	before := down.events()
-	pg0, wal0 = pg.cpu(), walBytes(b, pool)
-	worker := startBinary(b, bins, "worker", cfg, env)
-	waitDrained(b, pool, down, before+4*concurrency+n)
-	f.workerCPU, f.workerPG = cpuOf(worker.pid())/float64(4*concurrency+n)*1000, (pg.cpu()-pg0)/float64(4*concurrency+n)*1000
-	f.workerWAL = float64(walBytes(b, pool)-wal0) / float64(4*concurrency+n)
-	f.drain = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`_%'`)
-	f.ingestRSS, f.workerRSS = peakRSS(ingest.pid()), peakRSS(worker.pid())
-	worker.stop(b)
+	backlog := 4*concurrency + n
+	dr := runDrain(b, bins, cfg, env, pool, pg, down, backlog, "event_id LIKE '"+prefix+"_%'", false)
+	f.workerCPU, f.workerPG = dr.cpu/float64(backlog)*1000, dr.pg/float64(backlog)*1000
+	f.workerWAL, f.drain = dr.wal, dr.rate
+	f.ingestRSS, f.workerRSS = peakRSS(ingest.pid()), peakRSS(dr.worker.pid())
+	dr.worker.stop(b)
 	ingest.stop(b)
 	return f
 }

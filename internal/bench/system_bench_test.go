@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -224,28 +223,13 @@ func BenchmarkSystem(b *testing.B) {
 	steal0, ticks0 := machineTicks(b)
 	// pgbench first, on the smallest tables: table growth counts against
 	// our path, not for it.
-	pgP0 := pg.cpu()
-	tps, txs := runPgbench(b, db.URL)
-	pgbenchPG := pg.cpu() - pgP0
-	ceiling := runPgbenchCeiling(b, db.URL)
-	writes := runPgbenchWrites(b, db.URL, db.Pool, pg)
+	base := runBaselines(b, db.URL, db.Pool, pg)
+	tps, txs, pgbenchPG, ceiling, writes := base.tps, base.txs, base.pgbenchPG, base.ceiling, base.writes
 
 	ingest := startBinary(b, bins, "ingest", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+profile))
 	url := ingest.base + "/webhooks/stripe"
-	if _, err := hammer("warm-up", 4*concurrency, func(i int) error { return post(url, signEvent(fmt.Sprintf("evt_warm_%d", i))) }); err != nil {
-		b.Fatal(err)
-	}
-	unique := events("evt_unique", n)
-	cpu0 := cpuOf(ingest.pid())
-	pg0, self0, wal0 := pg.cpu(), selfCPU(), walBytes(b, db.Pool)
-	ingest.signal(b, syscall.SIGUSR1)
-	a, err := hammer("ingest, unique events", n, func(i int) error { return post(url, unique[i]) })
-	if err != nil {
-		b.Fatal(err)
-	}
-	ingestCPU, ingestPG, sendersCPU := cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
-	ingestWAL := float64(walBytes(b, db.Pool)-wal0) / float64(n) // bytes an event
-	ingest.signal(b, syscall.SIGUSR2)
+	alone := runIngest(b, client, ingest, db.Pool, pg, "evt_warm", events("evt_unique", n), true)
+	a, ingestCPU, ingestPG, sendersCPU, ingestWAL := alone.phase, alone.cpu, alone.pg, alone.senders, alone.wal
 	top := profileTop(b, profile)
 	storm := signEvent("evt_storm")
 	st, err := hammer("ingest, one event id storm", n, func(int) error { return post(url, storm) })
@@ -258,15 +242,10 @@ func BenchmarkSystem(b *testing.B) {
 
 	// The worker drains ingest's backlog.
 	backlog := 4*concurrency + n + 1
-	pgW0, selfW0, walW0 := pg.cpu(), selfCPU(), walBytes(b, db.Pool)
-	worker := startBinary(b, bins, "worker", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+workerProfile))
-	worker.signal(b, syscall.SIGUSR1)
-	waitDrained(b, db.Pool, down, backlog)
-	workerCPU, workerPG, sinkCPU := cpuOf(worker.pid()), pg.cpu()-pgW0, selfCPU()-selfW0
-	workerWAL := float64(walBytes(b, db.Pool)-walW0) / float64(backlog) // bytes an event
-	worker.signal(b, syscall.SIGUSR2)
+	dr := runDrain(b, bins, cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+workerProfile), db.Pool, pg, down, backlog, "provider = 'stripe'", true)
+	worker, workerCPU, workerPG, sinkCPU, workerWAL := dr.worker, dr.cpu, dr.pg, dr.downCPU, dr.wal
 	workerTop := profileTop(b, workerProfile)
-	drain := spanRate(b, db.Pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE provider = 'stripe'`)
+	drain := dr.rate
 
 	// Light load through ingest's HTTP, the worker running; first, the
 	// floor under it: one durable commit at the same pace. An event's path
