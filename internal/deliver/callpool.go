@@ -18,7 +18,7 @@ const callerIdle = 10 * time.Second
 // stack it grew from one call to the next, so the job's own goroutine
 // stays shallow: it loads, hands its call over, waits, and records.
 //
-// The pool bounds nothing. A route's call tokens do (Worker.calls): a job
+// The pool bounds nothing. A route's call tokens do (routeRuntime.calls): a job
 // takes one before it hands its call over and gives it back once the call
 // has returned, so no more calls of a route run at once than before. A
 // call is handed to an idle caller when one waits, and otherwise to a new

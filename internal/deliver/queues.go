@@ -10,7 +10,7 @@ import (
 // callSlots is how many River slots a route's queue has per call it may
 // have in flight. A job holds a slot for its whole cycle (River's fetch
 // and dispatch, the batched load, the call, the batched end), but a call
-// token (Worker.calls) only for the load and the call, so the route's
+// token (routeRuntime.calls) only for the load and the call, so the route's
 // concurrency bounds its calls exactly while the rest of the cycle runs
 // beside them.
 const callSlots = 4

@@ -17,7 +17,10 @@ type routeRuntime struct {
 	*route.Route
 
 	// calls holds one token per call in flight to the route: its
-	// concurrency, exact in this process (see Worker.calls).
+	// concurrency, exact in this process. River's slots for the route's
+	// queue are callSlots times as many (see Queues), so that the fetch,
+	// the batched load and the batched end of one job overlap another's
+	// call instead of holding a call's place.
 	calls chan struct{}
 	// client makes the route's calls: Options.HTTPClient, or one of the
 	// route's own (see routeClient).
