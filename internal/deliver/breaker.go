@@ -32,12 +32,21 @@ const probeGrace = 2 * time.Second
 // minSnooze is the shortest wait of a job the breaker holds back.
 const minSnooze = 50 * time.Millisecond
 
+// breakerStore is the part of the claim store the breakers use: the
+// routes' breaker rows, read, probed, moved on by a verdict and reset.
+type breakerStore interface {
+	Breakers(ctx context.Context, routes []string) (map[string]claim.Breaker, error)
+	BreakerProbe(ctx context.Context, route string, lease time.Duration) (granted bool, b claim.Breaker, err error)
+	BreakerApply(ctx context.Context, route string, ev claim.BreakerEvent, set claim.BreakerSettings, actor string, detail map[string]any) (claim.BreakerChange, error)
+	BreakerReset(ctx context.Context, route string) error
+}
+
 // breakers is the worker's side of the routes' circuit breakers, whose
 // state is in Postgres (claim.Store.BreakerApply), shared by every replica.
 // A job asks admit before its call and reports the call's verdict to
 // record; a job held back is snoozed, which spends none of its attempts.
 type breakers struct {
-	store    *claim.Store
+	store    breakerStore
 	settings map[string]claim.BreakerSettings // routes whose breaker is on
 	lease    map[string]time.Duration         // a probe's lease, per route
 	logger   *slog.Logger

@@ -20,7 +20,9 @@ const loadTimeout = 10 * time.Second
 // in bursts (a fetch of up to worker.concurrency at a time), so their loads
 // share queries (see batch.Combiner) instead of queueing for connections one by one.
 type loader struct {
-	store *claim.Store
+	store interface {
+		LoadDeliveries(ctx context.Context, keys []claim.Key) ([]*claim.Delivery, error)
+	}
 	batch batch.Combiner[claim.Key, *claim.Delivery]
 }
 

@@ -56,12 +56,19 @@ type GroupOptions struct {
 // failed claim, and a duplicate whose claim retention deleted while the
 // batch read it (claimed anew).
 type Group struct {
-	store *claim.Store
+	store Batcher
 	batch batch.Combiner[claim.Request, claim.Result]
 }
 
+// Batcher is what a Group claims through: the claim statement for a
+// batch, and what a batch leaves to one event. *claim.Store is one.
+type Batcher interface {
+	ClaimMany(ctx context.Context, reqs []claim.Request) ([]claim.Result, error)
+	Resolve(ctx context.Context, req claim.Request, reopen bool, res claim.Result) (claim.Result, error)
+}
+
 // NewGroup returns a group over s.
-func NewGroup(s *claim.Store, o GroupOptions) *Group {
+func NewGroup(s Batcher, o GroupOptions) *Group {
 	g := &Group{store: s}
 	g.batch = batch.Combiner[claim.Request, claim.Result]{Max: groupMax, Concurrency: cmp.Or(o.Concurrency, DefaultGroupConcurrency),
 		Timeout: o.Timeout, Run: g.run, Isolate: batch.Refused, Observe: o.Observe}
