@@ -239,7 +239,9 @@ func TestOverviewCharts(t *testing.T) {
 		resp.Header.Get("Content-Security-Policy"))
 	require.Contains(t, page, `<figure class="chart" id="chart-ship">`)
 	require.Contains(t, page, `<svg xmlns="http://www.w3.org/2000/svg"`)
-	require.Regexp(t, `<rect class="bar bar-accepted" x="\d+" y="0" width="5" height="90"><title>\d\d:\d\d–\d\d:\d\d UTC: 2 accepted, 1 delivered, 1 failed</title></rect>`, page)
+	require.Regexp(t, `<rect class="bar bar-accepted" x="\d+" y="6" width="5" height="90"><title>\d\d:\d\d–\d\d:\d\d UTC: 2 accepted, 1 delivered, 1 failed</title></rect>`, page)
+	require.Contains(t, page, `<text class="tick tick-count" x="30" y="9">2</text>`, "the count axis's top")
+	require.Contains(t, page, `<text class="tick tick-count" x="30" y="54">1</text>`, "and its half")
 	require.Contains(t, page, "2 accepted · 1 delivered · 1 failed")
 	require.NotContains(t, page, "<script")
 	require.Less(t, strings.Index(page, `<a href="/console/claims?route=mail">mail</a></td><td class="route-state">paused`),
