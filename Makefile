@@ -27,9 +27,9 @@ claims: ## worker claims $(ARGS) on the local system's database, e.g. make claim
 	@DATABASE_URL='$(or $(DATABASE_URL),$(LOCAL_DATABASE_URL))' $(BIN)/worker --config hookgate.example.yaml claims $(or $(ARGS),--help)
 
 .PHONY: send-demo
-send-demo: ## send one signed demo event twice to the local ingest
+send-demo: ## send one signed demo event twice to the local ingest (ARGS='--fail 3': make the demo receiver fail for a while first, and send 3)
 	@$(GO) build -o $(BIN)/ ./cmd/devtool
-	@$(BIN)/devtool send --times 2
+	@$(BIN)/devtool send --times 2 $(ARGS)
 
 .PHONY: n8n-check
 n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)
