@@ -24,7 +24,7 @@ func addFullAttempt(t *testing.T, e *env, k claim.EventKey, route string, n int)
 	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_attempts
     (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response, request, response_headers, run_attempt, run_max)
 VALUES ($1, $2, $3, $4, now(), 17, 503, 'HTTP 503 Service Unavailable', '{"error":"busy","retry":true}',
-        '{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]}}',
+        '{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}',
         '{"X-Request-Id":["req_downstream_77"]}', 2, 2)`, k.Provider, k.EventID, route, n)
 	require.NoError(t, err)
 }
@@ -46,14 +46,14 @@ func TestAttemptInFullForOperatorsOnly(t *testing.T) {
 	status, body := e.call(t, alice, http.MethodGet, "/api/v1/claims/stripe/evt_full", nil, &detail)
 	require.Equal(t, http.StatusOK, status, body)
 	a := detail.Deliveries[0].Attempts[0]
-	require.JSONEq(t, `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]}}`, string(a["request"]))
+	require.JSONEq(t, `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}`, string(a["request"]))
 	require.JSONEq(t, `{"X-Request-Id":["req_downstream_77"]}`, string(a["response_headers"]))
 	require.Contains(t, a, "response")
 
 	for _, c := range []cred{bob, ciBot} {
 		status, body = e.call(t, c, http.MethodGet, "/api/v1/claims/stripe/evt_full", nil, nil)
 		require.Equal(t, http.StatusOK, status, body)
-		for _, hidden := range []string{`"request"`, `"response_headers"`, `"response"`, "acme-tenant", "req_downstream_77", "busy"} {
+		for _, hidden := range []string{`"request"`, `"response_headers"`, `"response"`, "acme-tenant", "req_downstream_77", "busy", "ord_shaped_9"} {
 			require.NotContains(t, body, hidden)
 		}
 	}
@@ -64,7 +64,11 @@ func TestAttemptInFullForOperatorsOnly(t *testing.T) {
 	require.Contains(t, page, `<details class="attempt-request"><summary>Request sent</summary><pre>POST https://ship.example/v1/orders
 Authorization: [redacted]
 X-Tenant: acme-tenant
-</pre></details>`)
+
+{
+  &#34;order&#34;: &#34;ord_shaped_9&#34;
+}
+</pre></details>`, "the body sent, after the headers")
 	require.Contains(t, page, "X-Request-Id: req_downstream_77")
 	require.Contains(t, page, "{\n  &#34;error&#34;: &#34;busy&#34;,\n  &#34;retry&#34;: true\n}", "pretty-printed")
 	require.NotContains(t, page, "<details open", "collapsed")
@@ -74,7 +78,7 @@ X-Tenant: acme-tenant
 	viewer.signIn(t, "bob", secrets["T_BOB"])
 	_, page = viewer.do(t, http.MethodGet, "/console/claims/stripe/evt_full", nil)
 	require.Contains(t, page, "attempt 4 · 2 of 2 in this run")
-	for _, hidden := range []string{"attempt-request", "attempt-response", "acme-tenant", "req_downstream_77", "busy"} {
+	for _, hidden := range []string{"attempt-request", "attempt-response", "acme-tenant", "req_downstream_77", "busy", "ord_shaped_9"} {
 		require.NotContains(t, page, hidden)
 	}
 }

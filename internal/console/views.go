@@ -88,14 +88,17 @@ func headerLines(b *strings.Builder, h map[string][]string) {
 }
 
 // fullAttempt is a as an operator reads it: the request as HTTP would
-// write it (without its body, which is the delivery's), the answer's
-// headers so, and its body pretty-printed.
+// write it (its body, the first 2 KiB kept, after a blank line), the
+// answer's headers so, and its body pretty-printed.
 func fullAttempt(a claim.AttemptRecord) *attemptFull {
 	f := &attemptFull{}
 	if a.Request != nil {
 		var b strings.Builder
 		b.WriteString(a.Request.Method + " " + a.Request.URL + "\n")
 		headerLines(&b, a.Request.Headers)
+		if a.Request.Body != nil && *a.Request.Body != "" {
+			b.WriteString("\n" + pretty(*a.Request.Body) + "\n")
+		}
 		f.Request = b.String()
 	}
 	if a.ResponseHeaders != nil {

@@ -38,7 +38,7 @@ func (w *Worker) call(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 
 // send sends the request of call and classifies the answer.
 func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, attempt int, timeout time.Duration) callResult {
-	req, err := w.request(ctx, r, d, attempt)
+	req, body, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
 			o := classifyError(err, timeout) // cut short before the call
@@ -48,7 +48,7 @@ func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
 	w.tracer.inject(ctx, req.Header)
-	sent := w.sentRequest(r.Route, req)
+	sent := w.sentRequest(r.Route, req, body)
 	resp, err := r.client.Do(req)
 	if err != nil {
 		o := classifyError(err, timeout)
