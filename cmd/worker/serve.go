@@ -68,7 +68,7 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 // uiCtx ends), and the console when the configuration enables it.
 func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
-	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
+	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: pool}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),
