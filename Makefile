@@ -18,7 +18,7 @@ build: ## build ingest, worker and the local dev tool into .local/bin
 	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./cmd/devtool
 
 .PHONY: run
-run: build ## run the whole system locally (with its own Postgres in .local/pg, kept between runs, when DATABASE_URL is unset)
+run: build ## run the whole system locally on 127.0.0.1 (HOOKGATE_RUN_HOST=0.0.0.0 for every interface), with its own Postgres in .local/pg when DATABASE_URL is unset
 	@exec $(BIN)/devtool run --config hookgate.example.yaml --bin $(BIN)
 
 .PHONY: claims

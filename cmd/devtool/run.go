@@ -38,7 +38,7 @@ const (
 // answers /healthz, and then until Ctrl-C or a child's exit. It stops
 // everything on the way out: ingest, worker, receiver, Postgres.
 func runSystem(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	o, err := parseRunOptions(args, stderr)
+	o, err := parseRunOptions(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -102,27 +102,43 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	con.plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
 		claimsHelp(shownURL, filepath.Join(o.binDir, "worker"), o.configPath))
+	if host, _, _ := net.SplitHostPort(o.workerListen); !isLoopback(host) {
+		con.printf("devtool", "ingest and the worker listen on %s (--host / HOOKGATE_RUN_HOST): the console and its password are reachable from the network", host)
+	}
 	return untilDone(ctx, con, sup, grace)
 }
 
+// defaultRunHost is the host `devtool run` serves ingest and the worker
+// on: this machine only, since the console's password is printed in the
+// banner. HOOKGATE_RUN_HOST or --host listen elsewhere.
+const defaultRunHost = "127.0.0.1"
+
 // runOptions is what `devtool run` runs: its flags, the config they name,
-// the binaries, and the URLs the processes answer on.
+// the binaries, the addresses the processes listen on and the URLs they
+// answer on.
 type runOptions struct {
 	configPath, binDir string
 	cfg                *config.Config
 	// ingestBin and workerBin are the built binaries; self is devtool's
 	// own, which runs the receiver.
-	ingestBin, workerBin, self        string
-	ingestURL, workerURL, receiverURL string
+	ingestBin, workerBin, self string
+	// ingestListen and workerListen are the config's ports on --host;
+	// receiverListen is always on the loopback.
+	ingestListen, workerListen, receiverListen string
+	ingestURL, workerURL, receiverURL          string
 }
 
 // parseRunOptions reads run's flags and config, and checks that the
 // binaries are built and every listen address is free, before anything is
-// started.
-func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
-	fs := newFlagSet("run", "run [--config FILE] [--bin DIR]", stderr)
+// started. Ingest and the worker listen on the config's ports on --host
+// (127.0.0.1 unless HOOKGATE_RUN_HOST says otherwise), whatever host the
+// config names: the example config's ":8080" would be every interface.
+func parseRunOptions(args []string, getenv func(string) string, stderr io.Writer) (*runOptions, error) {
+	fs := newFlagSet("run", "run [--config FILE] [--bin DIR] [--host HOST]", stderr)
 	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
 	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
+	host := fs.String("host", cmp.Or(getenv("HOOKGATE_RUN_HOST"), defaultRunHost),
+		"host ingest and the worker listen on (0.0.0.0 for every interface); also HOOKGATE_RUN_HOST")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -143,10 +159,16 @@ func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding devtool's own binary for the receiver: %w", err)
 	}
-	ingestURL, workerURL := localURL(cfg.Ingest.Listen), localURL(cfg.Worker.Listen)
-	receiverURL := "http://" + receiverAddr
+	ingestListen, err := onHost(*host, cfg.Ingest.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ingest.listen: %w", err)
+	}
+	workerListen, err := onHost(*host, cfg.Worker.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("worker.listen: %w", err)
+	}
 	for _, addr := range []struct{ name, listen string }{
-		{"ingest", cfg.Ingest.Listen}, {"worker", cfg.Worker.Listen}, {"receiver", receiverAddr},
+		{"ingest", ingestListen}, {"worker", workerListen}, {"receiver", receiverAddr},
 	} {
 		if err := checkFree(addr.listen); err != nil {
 			return nil, fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
@@ -155,8 +177,27 @@ func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
 	return &runOptions{
 		configPath: *configPath, binDir: *binDir, cfg: cfg,
 		ingestBin: ingestBin, workerBin: workerBin, self: self,
-		ingestURL: ingestURL, workerURL: workerURL, receiverURL: receiverURL,
+		ingestListen: ingestListen, workerListen: workerListen, receiverListen: receiverAddr,
+		ingestURL: localURL(ingestListen), workerURL: localURL(workerListen), receiverURL: "http://" + receiverAddr,
 	}, nil
+}
+
+// isLoopback reports whether host is a loopback address or localhost.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// onHost is listen's port on host.
+func onHost(host, listen string) (string, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port: %w", listen, err)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // runEnv is the environment of the processes `devtool run` starts:
@@ -187,9 +228,9 @@ type runChild struct {
 // start: the supervisor stops them in reverse.
 func (o *runOptions) children() []runChild {
 	return []runChild{
-		{"receiver", o.self, []string{"receive", "--listen", receiverAddr}, o.receiverURL + "/healthz"},
-		{"worker", o.workerBin, []string{"--config", o.configPath}, o.workerURL + "/healthz"},
-		{"ingest", o.ingestBin, []string{"--config", o.configPath}, o.ingestURL + "/healthz"},
+		{"receiver", o.self, []string{"receive", "--listen", o.receiverListen}, o.receiverURL + "/healthz"},
+		{"worker", o.workerBin, []string{"--config", o.configPath, "--listen", o.workerListen}, o.workerURL + "/healthz"},
+		{"ingest", o.ingestBin, []string{"--config", o.configPath, "--listen", o.ingestListen}, o.ingestURL + "/healthz"},
 	}
 }
 

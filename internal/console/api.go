@@ -299,7 +299,11 @@ func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request
 
 // handleBreakerClose closes a route's circuit breaker by hand.
 func (s *Server) handleBreakerClose(w http.ResponseWriter, r *http.Request, p principal) {
-	name := r.PathValue("name")
+	name, err := pathRoute(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	was, err := s.actions.CloseBreaker(r.Context(), p.Name, name)
 	if err != nil {
 		s.fail(w, r, err)

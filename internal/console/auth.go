@@ -59,7 +59,7 @@ func (s *Server) checkPassword(r *http.Request, name, password, via string) (pri
 	acct, known := s.users[name]
 	want := dummyDigest
 	if known {
-		want = acct.secret.digest()
+		want = s.passwordDigest(r.Context(), name, acct)
 	}
 	got := sha256.Sum256([]byte(password))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !known {
@@ -188,7 +188,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principa
 	if _, err := s.db.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now()`); err != nil {
 		return err
 	}
-	fp := fingerprint(s.users[p.Name].secret.digest(), token)
+	fp := fingerprint(s.passwordDigest(ctx, p.Name, s.users[p.Name]), token)
 	if _, err := s.db.Exec(ctx, `INSERT INTO console_sessions (token_hash, actor, expires_at, fingerprint)
 VALUES ($1, $2, now() + make_interval(secs => $3), $4)`, tokenHash(token), p.Name, s.ttl.Seconds(), fp); err != nil {
 		return err
@@ -224,7 +224,7 @@ func (s *Server) session(r *http.Request) (principal, string, bool) {
 		return principal{}, "", false
 	}
 	acct, ok := s.users[name]
-	if !ok || !hmac.Equal(fp, fingerprint(acct.secret.digest(), c.Value)) {
+	if !ok || !hmac.Equal(fp, fingerprint(s.passwordDigest(r.Context(), name, acct), c.Value)) {
 		if _, err := s.db.Exec(r.Context(), `DELETE FROM console_sessions WHERE token_hash = $1`, tokenHash(c.Value)); err != nil {
 			s.logger.Warn("console: ending a stale session", slog.String("error", err.Error()))
 		} else if ok {

@@ -87,6 +87,8 @@ type Server struct {
 	users  map[string]account
 	tokens []tokenAccount
 	pages  *pages
+	// rotated ends the sessions of a user whose password file changed.
+	rotated rotations
 }
 
 type account struct {
@@ -136,8 +138,13 @@ func New(opts Options) *Server {
 	if s.ttl <= 0 {
 		s.ttl = config.DefaultSessionTTL
 	}
+	s.rotated.seen = map[string][sha256.Size]byte{}
 	for _, u := range opts.Config.Console.Users {
-		s.users[u.Name] = account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
+		acct := account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
+		s.users[u.Name] = acct
+		if acct.secret.file != nil {
+			s.rotated.seen[u.Name] = acct.secret.digest()
+		}
 	}
 	for _, t := range opts.Config.Console.Tokens {
 		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, secret: secretOf(opts, t.Name, opts.Secrets.Tokens)})

@@ -32,7 +32,11 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 }
 
 func (s *Server) handleBreakerClosePage(w http.ResponseWriter, r *http.Request, p principal) {
-	if _, err := s.actions.CloseBreaker(r.Context(), p.Name, r.PathValue("name")); err != nil {
+	name, err := pathRoute(r)
+	if err == nil {
+		_, err = s.actions.CloseBreaker(r.Context(), p.Name, name)
+	}
+	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
 		return
 	}

@@ -148,16 +148,21 @@ type pauseConfirm struct {
 // handlePauseConfirmPage asks before a route is paused: its deliveries
 // stop on every worker until it is resumed.
 func (s *Server) handlePauseConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
+	name, err := pathRoute(r)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/routes")
+		return
+	}
 	views, err := s.routeViews(r.Context())
 	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
 		return
 	}
 	for _, v := range views {
-		if v.Route == r.PathValue("name") {
+		if v.Route == name {
 			s.render(w, http.StatusOK, "pauseconfirm", pageData{Title: "Pause " + v.Route + "?", User: &p, Data: pauseConfirm{v}})
 			return
 		}
 	}
-	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(r.PathValue("name"), 64)) + " in the configuration."}, "/console/routes")
+	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(name, 64)) + " in the configuration."}, "/console/routes")
 }
