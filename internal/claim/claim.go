@@ -116,11 +116,6 @@ func (s *Store) Transact(ctx context.Context, fn func(*Store) error) error {
 	})
 }
 
-// Tx returns the transaction of a store that Transact handed out, for work
-// beyond the claim tables that must commit with it (River's); nil for
-// any other store.
-func (s *Store) Tx() pgx.Tx { return s.tx }
-
 // inTx runs fn in s's transaction when s is one Transact handed out, else
 // in a transaction of its own.
 func (s *Store) inTx(ctx context.Context, fn func(*Store) error) error {

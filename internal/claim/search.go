@@ -34,6 +34,10 @@ type Search struct {
 	BusinessKey string
 	// Since and Before bound first_seen_at: Since <= first_seen_at < Before.
 	Since, Before time.Time
+	// ChangedUpTo, when set, keeps claims whose last change (updated_at)
+	// is at or before it: a bulk retry's bound, the time of the dry run it
+	// was confirmed on, so that claims that failed since are left alone.
+	ChangedUpTo time.Time
 	// After, when set, keeps only claims after it in the order (newest
 	// first): the position a previous page ended at.
 	After *Position
@@ -123,6 +127,9 @@ func searchWhere(f Search, params *[]any) []string {
 	if !f.Before.IsZero() {
 		where = append(where, "c.first_seen_at < "+arg(f.Before))
 	}
+	if !f.ChangedUpTo.IsZero() {
+		where = append(where, "c.updated_at <= "+arg(f.ChangedUpTo))
+	}
 	if f.After != nil {
 		// The first condition bounds the index range; the row comparison
 		// breaks ties within one timestamp.
@@ -187,6 +194,22 @@ func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Record, error) {
 // CountClaims counts the claims f matches (After, Newer and Limit aside).
 func (s *Store) CountClaims(ctx context.Context, f Search) (int, error) {
 	return s.CountClaimsUpTo(ctx, f, 0)
+}
+
+// CountClaimsAsOf is CountClaims and the database's time of the count:
+// what a bulk retry's dry run answers, and its confirmation carries.
+func (s *Store) CountClaimsAsOf(ctx context.Context, f Search) (n int, asOf time.Time, err error) {
+	f.After, f.Newer = nil, nil
+	var params []any
+	where := searchWhere(f, &params)
+	sql := `SELECT count(*), now() FROM webhook_event_claims c`
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	if err := s.db.QueryRow(ctx, sql, params...).Scan(&n, &asOf); err != nil {
+		return 0, time.Time{}, fmt.Errorf("counting claims: %w", err)
+	}
+	return n, asOf, nil
 }
 
 // CountClaimsUpTo counts the claims f matches (After, Newer and Limit
