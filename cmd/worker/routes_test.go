@@ -28,7 +28,7 @@ func TestRoutesCommands(t *testing.T) {
 		claimEvent(t, store, id, `{}`)
 	}
 	// One more event whose ship delivery waits for a route that runs first.
-	_, err := store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
+	_, err := testfactory.ClaimEvent(t.Context(), store, claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
 		After: map[string][]string{"ship": {"first"}}}, []string{"first", "ship"}, true)
 	require.NoError(t, err)
 	routes := func(args ...string) string {

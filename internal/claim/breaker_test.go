@@ -151,7 +151,7 @@ func TestBreakerInPostgres(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 
 	// A job snoozed meanwhile is woken when the circuit closes.
-	_, err = store.Claim(ctx, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+	_, err = testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 	require.NoError(t, err)
 	ids := testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{}, &testfactory.JobOpts{State: rivertype.JobStateScheduled, ScheduledAt: testfactory.In(time.Hour)})
 	require.Len(t, ids, 1)

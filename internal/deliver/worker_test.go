@@ -128,7 +128,7 @@ func newBundle(t *testing.T, exec claim.DB, db *dbtest.DB, respond func(n int, r
 // claimed commits a claim of stripe event id fanned out to routes.
 func (b bundle) claimed(t *testing.T, id string, routes ...string) {
 	t.Helper()
-	res, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"` + id + `"}`)}, routes, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
