@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/operator"
 )
@@ -37,7 +38,7 @@ type ops struct {
 	guard *lockout.Guard
 	// audit takes the audit rows of the River UI's failed sign-ins, as the
 	// console's are; nil writes none (they are logged all the same).
-	audit operator.Exec
+	audit operator.Auditor
 	// console serves the operator API and the web console; nil when
 	// console.users and console.tokens are both empty, so that both 404.
 	console http.Handler
@@ -156,7 +157,8 @@ func (o *ops) failedUI(r *http.Request, client, name string, knownUser bool) {
 		o.logger.Info("River UI: failed sign-in", slog.String("user", actor), slog.String("source", source))
 		return
 	}
-	if err := operator.Record(context.WithoutCancel(r.Context()), o.audit, o.logger, actor, operator.ActionFailedSignIn, "", detail); err != nil {
+	if err := operator.Audit(claim.WithActor(context.WithoutCancel(r.Context()), actor), o.audit, o.logger,
+		claim.AuditEntry{Action: operator.ActionFailedSignIn, Detail: detail}); err != nil {
 		o.logger.Error("River UI: auditing a failed sign-in", slog.String("error", err.Error()))
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/maintenance"
-	"github.com/hookgate/hookgate/internal/operator"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -36,10 +35,11 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
-	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
+	retained := claim.NewStore(pool, nil, nil)
+	retainer := maintenance.NewRetainer(retained, cfg.Retention,
 		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
 		WithAudit(func(ctx context.Context) (int, error) {
-			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
+			return retained.PruneAudit(ctx, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
 		})
 	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
@@ -69,7 +69,7 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 // uiCtx ends).
 func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
-	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: pool}
+	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),

@@ -180,10 +180,15 @@ type BreakerChange struct {
 // BreakerApply applies ev to route's breaker in one transaction: the row
 // is locked (made first, closed, if the route has none), the transition
 // (Breaker.Next) computed at the database's time, the row written, and a
-// change of state audited under actor with detail. A change to closed
-// makes the route's waiting (snoozed) delivery jobs available at once,
-// so that they flow without waiting out their snooze.
-func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, actor string, detail map[string]any) (BreakerChange, error) {
+// change of state audited with detail: under the actor and origin of ctx
+// for a circuit closed by hand (BreakerClosedByHand), under ActorBreaker
+// and no origin for the breaker's own. A change to closed makes the
+// route's waiting (snoozed) delivery jobs available at once, so that they
+// flow without waiting out their snooze.
+func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
+	if ev != BreakerClosedByHand {
+		ctx = breakerOwn(ctx)
+	}
 	var ch BreakerChange
 	err := s.inTx(ctx, func(tx *Store) error {
 		if _, err := tx.db.Exec(ctx, `INSERT INTO route_breakers (route) VALUES ($1) ON CONFLICT (route) DO NOTHING`, route); err != nil {
@@ -206,7 +211,7 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 		if action == "" {
 			return nil
 		}
-		if err := tx.auditBreaker(ctx, actor, action, route, n, detail); err != nil {
+		if err := tx.auditBreaker(ctx, action, route, n, detail); err != nil {
 			return err
 		}
 		if n.State == BreakerClosed {
@@ -220,8 +225,15 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 	return ch, nil
 }
 
-// auditBreaker writes the audit row of a breaker's change of state.
-func (s *Store) auditBreaker(ctx context.Context, actor, action, route string, b Breaker, detail map[string]any) error {
+// breakerOwn is ctx for the breaker's own changes of state: its actor is
+// ActorBreaker, with no origin, whoever's delivery caused them.
+func breakerOwn(ctx context.Context) context.Context {
+	return WithOrigin(WithActor(ctx, ActorBreaker), "")
+}
+
+// auditBreaker writes the audit row of a breaker's change of state, under
+// the actor and origin of ctx.
+func (s *Store) auditBreaker(ctx context.Context, action, route string, b Breaker, detail map[string]any) error {
 	d := map[string]any{"state": b.State, "failures": b.Failures}
 	if b.NextProbeAt != nil {
 		d["next_probe_at"] = b.NextProbeAt.UTC().Format(time.RFC3339Nano)
@@ -230,8 +242,7 @@ func (s *Store) auditBreaker(ctx context.Context, actor, action, route string, b
 	for k, v := range detail {
 		d[k] = v
 	}
-	_, err := s.db.Exec(ctx, `INSERT INTO audit_log (actor, action, target, detail) VALUES ($1, $2, $3, $4)`, actor, action, route, d)
-	return err
+	return s.Audit(ctx, AuditEntry{Action: action, Target: route, Detail: d})
 }
 
 // BreakerProbe grants the probe of route's circuit when it is due: open
@@ -258,7 +269,7 @@ RETURNING `+breakerColumns, route, lease.Seconds()))
 		if !b.Since.Equal(b.Now) {
 			return nil // a lease taken over: no change of state
 		}
-		return tx.auditBreaker(ctx, ActorBreaker, ActionBreakerHalfOpen, route, b, nil)
+		return tx.auditBreaker(breakerOwn(ctx), ActionBreakerHalfOpen, route, b, nil)
 	})
 	if err != nil {
 		return false, Breaker{}, fmt.Errorf("probing the breaker of route %s: %w", route, err)

@@ -91,7 +91,7 @@ func TestBreakerInPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerClosed, bs["r"].State, "a route without a row is closed")
 
-	ch, err := store.BreakerApply(ctx, "r", claim.BreakerFailed, set, claim.ActorBreaker, nil)
+	ch, err := store.BreakerApply(ctx, "r", claim.BreakerFailed, set, nil)
 	require.NoError(t, err)
 	require.Empty(t, ch.Action)
 	require.NoError(t, store.BreakerReset(ctx, "r"))
@@ -99,7 +99,7 @@ func TestBreakerInPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, bs["r"].Failures, "a delivery resets the count")
 	for range 2 {
-		ch, err = store.BreakerApply(ctx, "r", claim.BreakerFailed, set, claim.ActorBreaker, nil)
+		ch, err = store.BreakerApply(ctx, "r", claim.BreakerFailed, set, nil)
 		require.NoError(t, err)
 	}
 	require.Equal(t, claim.ActionBreakerOpen, ch.Action)
@@ -135,7 +135,7 @@ func TestBreakerInPostgres(t *testing.T) {
 	require.Equal(t, 1, probe(), "exactly one probe among concurrent asks")
 	require.Zero(t, probe(), "none while the probe's lease runs")
 
-	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeFailed, set, claim.ActorBreaker, nil)
+	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeFailed, set, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.ActionBreakerOpen, ch.Action)
 	require.Equal(t, 400*time.Millisecond, ch.CoolDown)
@@ -151,12 +151,12 @@ func TestBreakerInPostgres(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 
 	// A job snoozed meanwhile is woken when the circuit closes.
-	_, err = store.Claim(ctx, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+	_, err = testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 	require.NoError(t, err)
 	ids := testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{}, &testfactory.JobOpts{State: rivertype.JobStateScheduled, ScheduledAt: testfactory.In(time.Hour)})
 	require.Len(t, ids, 1)
 
-	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeDelivered, set, claim.ActorBreaker, nil)
+	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeDelivered, set, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.ActionBreakerClose, ch.Action)
 	require.Equal(t, claim.BreakerClosed, ch.State)

@@ -200,7 +200,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 	rows, of := keyRows(reqs)
 	args := claimManyArgs(rows)
 	err := s.Transact(ctx, func(in *Store) error {
-		tx := in.Tx()
+		tx := in.tx
 		for _, r := range rows {
 			r.won, r.replay, r.status, r.skipped, r.skipReason, r.unnamed, r.res = false, false, "", nil, nil, false, Result{}
 		}

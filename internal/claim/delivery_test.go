@@ -410,7 +410,7 @@ func TestReopen(t *testing.T) {
 
 	t.Run("ProcessingOrIgnoredClaimIsConflict", func(t *testing.T) {
 		b.claimed(t, "evt_processing", "ship")
-		res, err := b.store.Claim(t.Context(), event("evt_nothing"), nil, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_nothing"), nil, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 
@@ -436,7 +436,7 @@ func TestReopen(t *testing.T) {
 
 		_, err := b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
 		require.ErrorIs(t, err, claim.ErrConflict)
-		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_hollow"), []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Equal(t, claim.Failed, res.Status)
@@ -536,11 +536,11 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	_, err := b.store.Claim(ctx, event("evt_b1"), []string{"ship", "mail"}, false)
+	_, err := testfactory.ClaimEvent(ctx, b.store, event("evt_b1"), []string{"ship", "mail"}, false)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, event("evt_b2"), []string{"ship"}, false)
+	_, err = testfactory.ClaimEvent(ctx, b.store, event("evt_b2"), []string{"ship"}, false)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
+	_, err = testfactory.ClaimEvent(ctx, b.store, event("evt_b3"), []string{"ship"}, false)
 	require.NoError(t, err)
 	testfactory.SetDelivery(ctx, t, b.conn, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.DeliveryFailed})
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/operator"
 )
@@ -107,8 +108,8 @@ func (s *Server) failed(ctx context.Context, client, name, actor, via string) {
 	if s.guard.Fail(client, name) {
 		s.logger.Warn("console: too many failed sign-ins; refusing the client for a minute", slog.String("user", actor))
 	}
-	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "",
-		map[string]string{"via": via, "source": sourceOf(ctx)}); err != nil {
+	if err := operator.Audit(claim.WithActor(context.WithoutCancel(ctx), actor), s.audit, s.logger, claim.AuditEntry{
+		Action: operator.ActionFailedSignIn, Detail: map[string]string{"via": via, "source": sourceOf(ctx)}}); err != nil {
 		s.logger.Error("console: auditing a failed sign-in", slog.String("error", err.Error()))
 	}
 }
@@ -238,14 +239,14 @@ func (s *Server) session(r *http.Request) (principal, string, bool) {
 // endAllSessions deletes every session of p, the request's own included,
 // in one transaction with its audit row, and clears the cookie.
 func (s *Server) endAllSessions(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx := r.Context()
+	ctx := claim.WithActor(r.Context(), p.Name)
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE actor = $1`, p.Name)
 		if err != nil {
 			return err
 		}
-		return operator.Record(ctx, tx, s.logger, p.Name, operator.ActionEndSessions, "",
-			map[string]any{"via": "console", "sessions": tag.RowsAffected()})
+		return operator.Audit(ctx, claim.NewStore(tx, nil, nil), s.logger, claim.AuditEntry{Action: operator.ActionEndSessions,
+			Detail: map[string]any{"via": "console", "sessions": tag.RowsAffected()}})
 	})
 	if err != nil {
 		return err

@@ -71,10 +71,19 @@ type claimReader interface {
 	Stats(ctx context.Context, window time.Duration) (claim.Stats, error)
 }
 
+// auditLog is what the console writes and reads of the audit (sign-ins,
+// the audit page); actions write theirs through operator.Actions.
+// *claim.Store is one.
+type auditLog interface {
+	Audit(ctx context.Context, e claim.AuditEntry) error
+	AuditRows(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, error)
+}
+
 // Server is the operator API and the console.
 type Server struct {
 	cfg     *config.Config
 	store   claimReader
+	audit   auditLog
 	queues  claim.Queues
 	db      DB
 	logger  *slog.Logger
@@ -127,7 +136,7 @@ func secretOf(opts Options, name string, fixed map[string]string) secret {
 // New returns the server of opts.
 func New(opts Options) *Server {
 	s := &Server{
-		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
+		cfg: opts.Config, store: opts.Store, audit: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
 		guard: opts.Guard, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
 		pages: loadPages(),

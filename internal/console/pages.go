@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/operator"
 )
 
@@ -158,6 +159,6 @@ func (s *Server) page(act bool, h func(http.ResponseWriter, *http.Request, princ
 				Data: errorPage{p.Name + " is a viewer; acting needs the operator role.", "/console/"}})
 			return
 		}
-		h(w, r, p)
+		h(w, r.WithContext(claim.WithActor(r.Context(), p.Name)), p)
 	}
 }

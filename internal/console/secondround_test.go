@@ -204,7 +204,7 @@ func TestConsoleBulkRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the count changes nothing")
 
-	resp, _ = b.do(t, http.MethodPost, "/console/claims/retry", url.Values{"status": {"failed"}, "event_id": {"*bulk*"}})
+	resp, _ = b.do(t, http.MethodPost, "/console/claims/retry", hiddenFields(confirm))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "bulk_reopened=3")
 	_, after := b.do(t, http.MethodGet, resp.Header.Get("Location"), nil)

@@ -37,7 +37,7 @@ const minSnooze = 50 * time.Millisecond
 type breakerStore interface {
 	Breakers(ctx context.Context, routes []string) (map[string]claim.Breaker, error)
 	BreakerProbe(ctx context.Context, route string, lease time.Duration) (granted bool, b claim.Breaker, err error)
-	BreakerApply(ctx context.Context, route string, ev claim.BreakerEvent, set claim.BreakerSettings, actor string, detail map[string]any) (claim.BreakerChange, error)
+	BreakerApply(ctx context.Context, route string, ev claim.BreakerEvent, set claim.BreakerSettings, detail map[string]any) (claim.BreakerChange, error)
 	BreakerReset(ctx context.Context, route string) error
 }
 
@@ -164,7 +164,7 @@ func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool) {
 	default:
 		return
 	}
-	ch, err := b.store.BreakerApply(ctx, g.route, ev, b.settings[g.route], claim.ActorBreaker, nil)
+	ch, err := b.store.BreakerApply(ctx, g.route, ev, b.settings[g.route], nil)
 	if err != nil {
 		b.logger.Warn("could not record an attempt with the route's breaker", slog.String("route", g.route), slog.String("error", err.Error()))
 		return

@@ -43,7 +43,7 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 	keys := make([]claim.Key, n)
 	for i := range keys {
 		id := fmt.Sprintf("evt_%d", i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 		require.NoError(t, err)
 		keys[i] = claim.Key{Provider: "p", EventID: id, Route: "r"}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // burst sends n events, ids prefix_00.., all at once, and requires that
@@ -281,7 +282,7 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 	defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
 	old := claim.NewStore(tx, jobs, func(string) int { return 0 })
 	during := event{id: "evt_during_upgrade", typ: "order.paid"}
-	_, err = old.Claim(t.Context(), claim.Event{Provider: provider, ID: during.id, Type: during.typ,
+	_, err = testfactory.ClaimEvent(t.Context(), old, claim.Event{Provider: provider, ID: during.id, Type: during.typ,
 		ContentType: "application/json", Payload: during.body()}, []string{"ship"}, true)
 	require.NoError(t, err)
 	var q string

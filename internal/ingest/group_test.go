@@ -16,6 +16,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // groupBundle is a group over a database of the test's own, recording the
@@ -194,7 +195,7 @@ func TestGroupReopensAlone(t *testing.T) {
 	t.Parallel()
 	g := setupGroup(t)
 	ctx := t.Context()
-	res, err := g.store.Claim(ctx, groupEvent("evt_failed"), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(ctx, g.store, groupEvent("evt_failed"), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 	require.NoError(t, g.store.RecordAttempt(ctx, claim.Key{Provider: "stripe", EventID: "evt_failed", Route: "ship"},

@@ -33,6 +33,7 @@ import (
 	"github.com/hookgate/hookgate/internal/ingest"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/telemetry"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -212,7 +213,7 @@ routes:
 
 	// A job enqueued by an older ingest, which kept the provider's
 	// tracestate in its metadata: the attempt does not forward it either.
-	_, err = claim.NewStore(db.Pool, jobs, cfg.MaxAttempts).Claim(ctx, claim.Event{Provider: "sw", ID: "evt_old_job",
+	_, err = testfactory.ClaimEvent(ctx, claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.Event{Provider: "sw", ID: "evt_old_job",
 		Type: "order.paid", Payload: body, JobMetadata: []byte(`{"traceparent":"00-` + providerTrace.String() + `-` +
 			providerSpan.String() + `-01","tracestate":"vendor=provider-secret-state"}`)}, []string{"ship"}, false)
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ func (b *bundle) claimAs(t *testing.T, provider, id string, routes ...string) {
 	t.Helper()
 	ev := event(id)
 	ev.Provider = provider
-	_, err := b.store.Claim(t.Context(), ev, routes, true)
+	_, err := testfactory.ClaimEvent(t.Context(), b.store, ev, routes, true)
 	require.NoError(t, err)
 }
 
@@ -57,29 +57,29 @@ func TestList(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		filter claim.Filter
+		filter claim.Search
 		want   []string
 	}{
-		{"All", claim.Filter{}, []string{"stripe/evt_e", "github/evt_d", "github/evt_c", "stripe/evt_b", "stripe/evt_a"}},
-		{"Processing", claim.Filter{Status: claim.Processing}, []string{"stripe/evt_a"}},
-		{"Completed", claim.Filter{Status: claim.Completed}, []string{"stripe/evt_b"}},
-		{"Failed", claim.Filter{Status: claim.Failed}, []string{"github/evt_c"}},
-		{"Ignored", claim.Filter{Status: claim.Ignored}, []string{"stripe/evt_e", "github/evt_d"}},
-		{"Provider", claim.Filter{Provider: "github"}, []string{"github/evt_d", "github/evt_c"}},
-		{"ProviderAndStatus", claim.Filter{Provider: "stripe", Status: claim.Ignored}, []string{"stripe/evt_e"}},
-		{"Limit", claim.Filter{Limit: 2}, []string{"stripe/evt_e", "github/evt_d"}},
-		{"LimitAfterFilter", claim.Filter{Provider: "stripe", Limit: 2}, []string{"stripe/evt_e", "stripe/evt_b"}},
-		{"UnknownProvider", claim.Filter{Provider: "shopify"}, []string{}},
+		{"All", claim.Search{}, []string{"stripe/evt_e", "github/evt_d", "github/evt_c", "stripe/evt_b", "stripe/evt_a"}},
+		{"Processing", claim.Search{Status: claim.Processing}, []string{"stripe/evt_a"}},
+		{"Completed", claim.Search{Status: claim.Completed}, []string{"stripe/evt_b"}},
+		{"Failed", claim.Search{Status: claim.Failed}, []string{"github/evt_c"}},
+		{"Ignored", claim.Search{Status: claim.Ignored}, []string{"stripe/evt_e", "github/evt_d"}},
+		{"Provider", claim.Search{Provider: "github"}, []string{"github/evt_d", "github/evt_c"}},
+		{"ProviderAndStatus", claim.Search{Provider: "stripe", Status: claim.Ignored}, []string{"stripe/evt_e"}},
+		{"Limit", claim.Search{Limit: 2}, []string{"stripe/evt_e", "github/evt_d"}},
+		{"LimitAfterFilter", claim.Search{Provider: "stripe", Limit: 2}, []string{"stripe/evt_e", "stripe/evt_b"}},
+		{"UnknownProvider", claim.Search{Provider: "shopify"}, []string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			claims, err := b.store.List(t.Context(), tt.filter)
+			claims, err := b.store.SearchClaims(t.Context(), tt.filter)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, keysOf(claims))
 		})
 	}
 
 	t.Run("Fields", func(t *testing.T) {
-		claims, err := b.store.List(t.Context(), claim.Filter{Provider: "github", Status: claim.Failed})
+		claims, err := b.store.SearchClaims(t.Context(), claim.Search{Provider: "github", Status: claim.Failed})
 		require.NoError(t, err)
 		require.Len(t, claims, 1)
 		c := claims[0]
@@ -90,7 +90,7 @@ func TestList(t *testing.T) {
 		require.Nil(t, c.CompletedAt)
 		require.WithinDuration(t, time.Now().Add(-3*time.Minute), c.FirstSeenAt, time.Minute)
 
-		claims, err = b.store.List(t.Context(), claim.Filter{Status: claim.Completed})
+		claims, err = b.store.SearchClaims(t.Context(), claim.Search{Status: claim.Completed})
 		require.NoError(t, err)
 		require.Len(t, claims, 1)
 		require.NotNil(t, claims[0].CompletedAt)
@@ -100,12 +100,12 @@ func TestList(t *testing.T) {
 		for i := range 50 {
 			b.claimAs(t, "stripe", fmt.Sprintf("evt_bulk_%02d", i))
 		}
-		claims, err := b.store.List(t.Context(), claim.Filter{})
+		claims, err := b.store.SearchClaims(t.Context(), claim.Search{})
 		require.NoError(t, err)
 		require.Len(t, claims, 50)
 		require.NotContains(t, keysOf(claims), "stripe/evt_a", "the oldest is past the default limit")
 
-		claims, err = b.store.List(t.Context(), claim.Filter{Limit: 100})
+		claims, err = b.store.SearchClaims(t.Context(), claim.Search{Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, claims, 55)
 	})
@@ -197,7 +197,7 @@ func TestBacklog(t *testing.T) {
 
 	// Waiting deliveries count by route, for the routes asked about.
 	for _, id := range []string{"evt_chain1", "evt_chain2"} {
-		_, err := b.store.Claim(t.Context(), chained(id, map[string][]string{"mail": {"ship"}, "ledger": {"ship"}}),
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, chained(id, map[string][]string{"mail": {"ship"}, "ledger": {"ship"}}),
 			[]string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
 		b.backdate(t, "first_seen_at", "stripe", id, time.Minute)

@@ -1,6 +1,9 @@
-// Package claim owns the claim and delivery tables: who won an event, which
-// deliveries it fans out to, and how their outcomes roll up. All of their SQL
-// lives here, so the rules of the contract are written down once.
+// Package claim is hookgate's store in Postgres: the claim and delivery
+// tables (who won an event, which deliveries it fans out to, how their
+// outcomes roll up) and the data kept beside them: attempts, business keys,
+// the routes' breakers, the audit, the routes' queues (River's, through its
+// seam), the console's stats, retention. All of their SQL lives here, a file
+// per kind of data, so that the rules of the contract are written down once.
 package claim
 
 import (
@@ -83,7 +86,10 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Store reads and writes claims and deliveries.
+// Store reads and writes hookgate's data: claims and their deliveries,
+// attempts and business keys; the breakers (breaker.go), the audit
+// (audit.go), the queues (queue.go, riverseam.go), the stats (stats.go,
+// stats_activity.go) and retention (retention.go).
 type Store struct {
 	db DB
 	// tx is the transaction of a store that Transact handed out: its
@@ -115,11 +121,6 @@ func (s *Store) Transact(ctx context.Context, fn func(*Store) error) error {
 		return fn(&in)
 	})
 }
-
-// Tx returns the transaction of a store that Transact handed out, for work
-// beyond the claim tables that must commit with it (River's); nil for
-// any other store.
-func (s *Store) Tx() pgx.Tx { return s.tx }
 
 // inTx runs fn in s's transaction when s is one Transact handed out, else
 // in a transaction of its own.

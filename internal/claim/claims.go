@@ -26,25 +26,9 @@ type Record struct {
 	TerminalAt *time.Time `json:"terminal_at,omitempty"`
 }
 
-// Filter narrows List. Zero values match everything.
-type Filter struct {
-	Status   Status
-	Provider string
-	// Limit caps the rows returned; 0 means 50.
-	Limit int
-}
-
 // claimColumns are the columns of a Claim, in its fields' order.
 const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
     coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
-
-// List returns claims newest first.
-func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
-	if f.Limit <= 0 {
-		f.Limit = 50
-	}
-	return s.SearchClaims(ctx, Search{Status: f.Status, Provider: f.Provider, Limit: f.Limit})
-}
 
 // Get returns one claim and its deliveries (without payload).
 func (s *Store) Get(ctx context.Context, provider, eventID string) (Record, []Delivery, error) {
@@ -76,9 +60,6 @@ WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	}
 	return c, ds, nil
 }
-
-// reopenBatch is how many claims ReopenMatching reads at a time.
-const reopenBatch = 500
 
 // Backlog describes the claims still processing, for metrics.
 type Backlog struct {

@@ -6,9 +6,9 @@ import (
 )
 
 // DeliveryView is one delivery as it is presented: by `worker claims show`
-// and `worker claims export`, and by the operator API and console. It is
-// one type so that the JSON field names and their order cannot drift
-// between them.
+// and `worker claims export`, and by the operator API and console; Export's
+// query builds its deliveries in this shape too. It is the one JSON shape
+// of a delivery, so that the field names and their order cannot drift.
 type DeliveryView struct {
 	Route          string         `json:"route"`
 	Status         DeliveryStatus `json:"status"`
