@@ -65,8 +65,10 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 
 // newOps returns the ops server's handlers: metrics and health, the River
 // UI when HOOKGATE_UI_PASSWORD is set (its background services live until
-// uiCtx ends), and the console when the configuration enables it.
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
+// uiCtx ends), and the console when the configuration enables it, reading
+// through reads and acting through store.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, reads *claim.ReadPool,
+	client *river.Client[pgx.Tx]) (*ops, error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
 	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
@@ -96,7 +98,8 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 			return nil, err
 		}
 		o.console = console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Guard: o.guard,
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads, Queues: client, DB: pool, Logger: logger,
+			Guard: o.guard,
 		}).Handler()
 	}
 	return o, nil
