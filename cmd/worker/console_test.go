@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -111,7 +112,9 @@ func TestConsoleReadsTimeOut(t *testing.T) {
 	addr, _ := startWorker(t, workerEnv(db, cfg))
 	base := "http://" + addr
 	viewer := func(r *http.Request) { r.Header.Set("Authorization", "Bearer ci-token-abcdefghijkl") }
-	require.Equal(t, http.StatusOK, get(t, base+"/api/v1/stats", viewer))
+	// The read pool's first connection, made within its wait timeout or
+	// for the next try.
+	require.Eventually(t, func() bool { return get(t, base+"/api/v1/stats", viewer) == http.StatusOK }, 30*time.Second, 10*time.Millisecond)
 
 	lock, err := db.Pool.Begin(t.Context())
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -25,7 +26,18 @@ func openReadPool(t *testing.T, l claim.ReadLimits) (*claim.ReadPool, *dbtest.DB
 	p, err := claim.OpenReadPool(cfg, l)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
+	warm(t, p)
 	return p, db
+}
+
+// warm has p open its first connection. Connecting counts against the wait
+// timeout, and on a loaded machine may take longer; the connection the
+// pool goes on making is then there for the next try.
+func warm(t *testing.T, p *claim.ReadPool) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, p.QueryRow(t.Context(), `SELECT 1`).Scan(new(int)))
+	}, 30*time.Second, 10*time.Millisecond)
 }
 
 func backend(t *testing.T, p *claim.ReadPool) int {

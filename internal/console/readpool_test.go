@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -28,6 +29,11 @@ func TestReadTimeoutIs503(t *testing.T) {
 		t.Cleanup(p.Close)
 		reads, o.Reads = p, p
 	})
+	// Its first connection, which may take longer than the wait timeout
+	// to make on a loaded machine.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, reads.QueryRow(ctx, `SELECT 1`).Scan(new(int)))
+	}, 30*time.Second, 10*time.Millisecond)
 	page := browser(t, e)
 	page.signIn(t, "bob", secrets["T_BOB"])
 
