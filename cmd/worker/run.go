@@ -144,10 +144,19 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(claim.OldestDueDelivery(client), dbCheckTimeout, logger))
 
+	// The console's and the API's reads go through a pool of their own
+	// (claim.ReadPool), closed after the ops server.
+	var reads *claim.ReadPool
+	if cfg.Console.Enabled() {
+		if reads, err = cli.OpenReadPool(env.Getenv("DATABASE_URL"), cfg.Console.ReadPool); err != nil {
+			return err
+		}
+		defer reads.Close()
+	}
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, store, client)
+	o, err := newOps(uiCtx, boot, env, reg, store, reads, client)
 	if err != nil {
 		return err
 	}

@@ -64,10 +64,11 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 }
 
 // newOps returns the ops server's handlers: metrics and health, the River
-// UI when HOOKGATE_UI_PASSWORD is set, and the console when the
-// configuration enables it (the background services of both live until
-// uiCtx ends).
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
+// UI when HOOKGATE_UI_PASSWORD is set (its background services live until
+// uiCtx ends), and the console when the configuration enables it, reading
+// through reads and acting through store.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, reads *claim.ReadPool,
+	client *river.Client[pgx.Tx]) (*ops, error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
 	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
@@ -97,7 +98,8 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 			return nil, err
 		}
 		srv := console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Guard: o.guard,
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads, Queues: client, DB: pool, Logger: logger,
+			Guard: o.guard,
 		})
 		// A changed password_file ends its user's sessions at once, not
 		// at their next use; until uiCtx ends, with the River UI's.

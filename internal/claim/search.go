@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -29,8 +30,8 @@ type Search struct {
 	// EventIDPrefix keeps claims whose event id starts with it.
 	EventIDPrefix string
 	// EventIDContains keeps claims whose event id holds it anywhere
-	// (served by the trigram index of migration 19 from three characters
-	// on).
+	// (served by the trigram index of migration 21 from three characters
+	// on, see substringSQL).
 	EventIDContains string
 	// BusinessKey keeps claims holding this business key (as `claims show`
 	// prints it, a JSON array of the route's values).
@@ -73,6 +74,25 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
+// trigramMin is the shortest substring the trigram index can narrow: a
+// shorter one holds no trigram, and the index would be read whole.
+const trigramMin = 3
+
+// substringSQL is what a substring filter of sub matches against. From
+// trigramMin characters on it is the expression migration 21 indexes with
+// pg_trgm (event_id joined to the empty string), which only this filter
+// names: no join or lookup by id can use that index, so they keep to the
+// primary key. A shorter substring matches against the bare column, which
+// that index does not cover, so the list walks its newest-first index and
+// tests each id, stopping once the page is full, as it does for other
+// filters no index narrows.
+func substringSQL(sub string) string {
+	if utf8.RuneCountInString(sub) >= trigramMin {
+		return "(c.event_id || '')"
+	}
+	return "c.event_id"
+}
+
 // statusLiterals are the claim statuses as SQL literals.
 var statusLiterals = map[Status]string{
 	Processing: "'processing'", Completed: "'completed'", Failed: "'failed'", Ignored: "'ignored'",
@@ -111,7 +131,7 @@ func searchWhere(f Search, params *[]any) []string {
 		where = append(where, "c.event_id LIKE "+arg(likeEscape(f.EventIDPrefix)+"%"))
 	}
 	if f.EventIDContains != "" {
-		where = append(where, "c.event_id LIKE "+arg("%"+likeEscape(f.EventIDContains)+"%"))
+		where = append(where, substringSQL(f.EventIDContains)+" LIKE "+arg("%"+likeEscape(f.EventIDContains)+"%"))
 	}
 	if f.Route != "" {
 		// One primary-key probe per claim read.

@@ -36,12 +36,8 @@ type Activity struct {
 	Failed    int
 }
 
-// RouteActivity buckets, by route, the deliveries of the claims first
-// seen in [since, since + n*step) into n intervals of step: one query over
-// the window's claims (the keyset index on first_seen_at) and their
-// deliveries (each by primary key). Intervals with no claim are absent.
-func (s *Store) RouteActivity(ctx context.Context, since time.Time, step time.Duration, n int) ([]Activity, error) {
-	rows, err := s.db.Query(ctx, `
+// routeActivitySQL is RouteActivity's statement.
+const routeActivitySQL = `
 SELECT d.route, b.i,
        count(*),
        count(*) FILTER (WHERE d.status = 'completed'),
@@ -51,7 +47,14 @@ CROSS JOIN LATERAL (SELECT floor(extract(epoch FROM c.first_seen_at - $1::timest
 JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
 WHERE c.first_seen_at >= $1 AND c.first_seen_at < $1::timestamptz + make_interval(secs => $2::float8 * $3::int)
 GROUP BY d.route, b.i
-ORDER BY d.route, b.i`, since, step.Seconds(), n)
+ORDER BY d.route, b.i`
+
+// RouteActivity buckets, by route, the deliveries of the claims first
+// seen in [since, since + n*step) into n intervals of step: one query over
+// the window's claims (the keyset index on first_seen_at) and their
+// deliveries (each by primary key). Intervals with no claim are absent.
+func (s *Store) RouteActivity(ctx context.Context, since time.Time, step time.Duration, n int) ([]Activity, error) {
+	rows, err := s.db.Query(ctx, routeActivitySQL, since, step.Seconds(), n)
 	if err != nil {
 		return nil, fmt.Errorf("reading the routes' activity: %w", err)
 	}

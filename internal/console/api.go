@@ -68,9 +68,13 @@ func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, princi
 	}
 }
 
-// fail answers err: 400, 404 or 409 with its message, else 500 without it
-// (it is logged: it may carry SQL or a connection's detail).
+// fail answers err: 400, 404 or 409 with its message, 503 naming the
+// bound a read ran into (readTimedOut), else 500 without it (it is logged:
+// it may carry SQL or a connection's detail).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if s.readTimedOut(w, r, err, func(status int, msg string) { apiError(w, status, msg) }) {
+		return
+	}
 	var br *badRequest
 	var nf *operator.NotFoundError
 	var rf *operator.RefusedError
@@ -300,7 +304,7 @@ func parseAudit(get func(string) string) (int, *claim.AuditPosition, error) {
 // listAudit reads a page of the audit rows f matches and the next page's
 // cursor.
 func (s *Server) listAudit(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, string, error) {
-	entries, err := s.audit.AuditRows(ctx, f, limit+1, pos)
+	entries, err := s.auditRows.AuditRows(ctx, f, limit+1, pos)
 	if err != nil {
 		return nil, "", err
 	}

@@ -39,9 +39,15 @@ type Options struct {
 	// SecretFiles holds, by user or token name, the password_file and
 	// token_file secrets, which take the place of Secrets' entry.
 	SecretFiles map[string]*secretfile.File
-	// Store reads claims and reopens them; its jobs go through the
-	// worker's River client.
+	// Store reopens claims (and reads them when Reads is nil); its jobs
+	// go through the worker's River client.
 	Store *claim.Store
+	// Reads is what the API and the pages read claims and the audit
+	// through: the worker's claim.ReadPool, so that no read holds a
+	// connection deliveries need, and none runs past its statement
+	// timeout (answered 503). Nil reads through Store and DB. Sessions,
+	// sign-ins and actions use DB and Store whatever it is.
+	Reads claim.DB
 	// Queues pauses and resumes routes (the worker's River client).
 	Queues claim.Queues
 	DB     DB
@@ -81,11 +87,16 @@ type auditLog interface {
 
 // Server is the operator API and the console.
 type Server struct {
-	cfg     *config.Config
-	store   claimReader
-	audit   auditLog
-	queues  claim.Queues
-	db      DB
+	cfg    *config.Config
+	store  claimReader
+	audit  auditLog
+	queues claim.Queues
+	db     DB
+	// auditRows is what the audit page and the API list the audit
+	// through: a store over Options.Reads, else audit.
+	auditRows interface {
+		AuditRows(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, error)
+	}
 	logger  *slog.Logger
 	guard   *lockout.Guard
 	actions *operator.Actions
@@ -143,6 +154,11 @@ func New(opts Options) *Server {
 	}
 	if s.guard == nil {
 		s.guard = lockout.NewGuard(nil)
+	}
+	s.auditRows = s.audit
+	if opts.Reads != nil {
+		reads := claim.NewStore(opts.Reads, nil, nil)
+		s.store, s.auditRows = reads, reads
 	}
 	if s.ttl <= 0 {
 		s.ttl = config.DefaultSessionTTL

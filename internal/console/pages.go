@@ -95,9 +95,14 @@ type errorPage struct {
 	Back    string
 }
 
-// pageError renders err as a page: 400, 404 or 409 with its message, else
-// 500 without it.
+// pageError renders err as a page: 400, 404 or 409 with its message, 503
+// naming the bound a read ran into (readTimedOut), else 500 without it.
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, p *principal, err error, back string) {
+	if s.readTimedOut(w, r, err, func(status int, msg string) {
+		s.render(w, status, "error", pageData{Title: "Unavailable", User: p, Data: errorPage{msg, back}})
+	}) {
+		return
+	}
 	status, msg := http.StatusInternalServerError, "internal error; see the worker's log"
 	var br *badRequest
 	var nf *operator.NotFoundError

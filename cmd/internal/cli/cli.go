@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/migrate"
 	"github.com/hookgate/hookgate/internal/route"
@@ -96,19 +97,13 @@ func AfterConnect(f func(context.Context, *pgx.Conn) error) PoolOption {
 // accepts writes (see followPrimary).
 func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, error) {
 	url := env.Getenv("DATABASE_URL")
-	if url == "" {
-		return nil, errors.New("DATABASE_URL is not set")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url)
 	if err != nil {
-		// pgx's message would quote the URL; it may hold a password.
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or connection string")
+		return nil, err
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
-	followPrimary(cfg, url)
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -123,6 +118,41 @@ func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, 
 		return nil, fmt.Errorf("connecting to the database at %s: %w", hosts(&cfg.ConnConfig.Config), err)
 	}
 	return pool, nil
+}
+
+// poolConfig parses the database URL (DATABASE_URL's form) into a pool
+// configuration that keeps to the host accepting writes (followPrimary)
+// and names its sessions hookgate unless the URL names them.
+func poolConfig(url string) (*pgxpool.Config, error) {
+	if url == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message would quote the URL; it may hold a password.
+		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or connection string")
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
+	followPrimary(cfg, url)
+	return cfg, nil
+}
+
+// OpenReadPool opens the pool the operator API and the console read
+// through on the database at url (DATABASE_URL's form; one per database),
+// sized and bounded by rp (claim.ReadPool). Its sessions are named as the
+// worker's with " reads" after, so that pg_stat_activity tells them
+// apart. pool_max_conns in url sizes the worker's pool, not this one.
+func OpenReadPool(url string, rp config.ReadPool) (*claim.ReadPool, error) {
+	cfg, err := poolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] += " reads"
+	return claim.OpenReadPool(cfg, claim.ReadLimits{
+		MaxConns:         int32(rp.MaxConns),
+		StatementTimeout: rp.StatementTimeout.D(),
+		WaitTimeout:      rp.WaitTimeout.D(),
+	})
 }
 
 // Migrate is the `migrate` subcommand of both binaries: it needs only
