@@ -24,6 +24,10 @@ type Record struct {
 	// TerminalAt is when the claim last became terminal, the moment
 	// retention ages it from; nil while it is processing.
 	TerminalAt *time.Time `json:"terminal_at,omitempty"`
+	// Source is where the claim came from: SourceWebhook, or
+	// SourceReconcile for an event reconciliation fetched from the
+	// provider's API.
+	Source string `json:"source"`
 }
 
 // Filter narrows List. Zero values match everything.
@@ -36,7 +40,7 @@ type Filter struct {
 
 // claimColumns are the columns of a Claim, in its fields' order.
 const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
-    coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
+    coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at, source`
 
 // List returns claims newest first.
 func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
