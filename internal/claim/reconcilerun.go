@@ -151,3 +151,22 @@ func (s *Store) pruneReconcileRuns(ctx context.Context, cut time.Time, batch int
 		}
 	}
 }
+
+// ClaimedIDs returns which of ids the provider has a claim for: one
+// primary-key probe each, for reconciliation to leave those alone.
+func (s *Store) ClaimedIDs(ctx context.Context, provider string, ids []string) (map[string]bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT event_id FROM webhook_event_claims WHERE provider = $1 AND event_id = ANY($2::text[])`,
+		provider, ids)
+	if err != nil {
+		return nil, fmt.Errorf("looking up %d claims of %s: %w", len(ids), provider, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("looking up %d claims of %s: %w", len(ids), provider, err)
+	}
+	claimed := make(map[string]bool, len(found))
+	for _, id := range found {
+		claimed[id] = true
+	}
+	return claimed, nil
+}
