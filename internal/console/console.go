@@ -53,6 +53,9 @@ type Options struct {
 	// CountTimeout bounds the claims list's count of its matches; the
 	// page says "many" past it. 0 means 300 ms.
 	CountTimeout time.Duration
+	// Reconciler runs reconciliations on demand and lists their runs;
+	// nil answers no provider and no run.
+	Reconciler Reconciler
 }
 
 // claimReader is what the console reads of the claim tables itself; every
@@ -87,6 +90,8 @@ type Server struct {
 	users  map[string]account
 	tokens []tokenAccount
 	pages  *pages
+	// reconciler is Options.Reconciler.
+	reconciler Reconciler
 }
 
 type account struct {
@@ -128,7 +133,7 @@ func New(opts Options) *Server {
 		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
 		guard: opts.Guard, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
-		pages: loadPages(),
+		pages: loadPages(), reconciler: opts.Reconciler,
 	}
 	if s.guard == nil {
 		s.guard = lockout.NewGuard(nil)

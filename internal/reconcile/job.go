@@ -11,8 +11,9 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
-// JobKind is the River job kind of JobArgs.
-const JobKind = "hookgate.reconcile"
+// JobKind is the River job kind of JobArgs (hookgate.reconcile is
+// maintenance's reconciler of deliveries and jobs).
+const JobKind = "hookgate.provider_reconcile"
 
 // JobArgs is the periodic job that runs one provider's reconciliation.
 type JobArgs struct {
