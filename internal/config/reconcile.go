@@ -127,6 +127,9 @@ func (v *validator) reconcile(key string, p Provider) {
 		}
 	case SchemeGitHub:
 		refuse(p.Scheme, map[string]bool{"api_key_env": r.APIKeyEnv != "", "api_key_file": r.APIKeyFile != ""})
+		if p.ScopeFrom != "" {
+			v.add(key, "cannot be used with scope_from: a delivery id is claimed scoped, and GitHub lists it without the scope")
+		}
 		v.githubHook(key, r, secret)
 	default:
 		v.add(key, "applies only to scheme stripe or github, not %s", p.Scheme)

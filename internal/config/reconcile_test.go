@@ -47,6 +47,8 @@ func TestReconcileSection(t *testing.T) {
 			"providers[0].reconcile.private_key_file: is required with hook app (the GitHub App's private key, PEM)",
 			"providers[0].reconcile.token_env: does not apply with hook app, which authenticates as the App",
 		}},
+		{"github with a scope", `{name: p, scheme: github, secrets_env: [K], scope_from: "json:installation.id", reconcile: {token_env: GH, hook: orgs/a/hooks/1}}`,
+			[]string{"providers[0].reconcile: cannot be used with scope_from: a delivery id is claimed scoped, and GitHub lists it without the scope"}},
 		{"another scheme", `{name: p, scheme: shopify, secrets_env: [K], reconcile: {token_env: GH}}`,
 			[]string{"providers[0].reconcile: applies only to scheme stripe or github, not shopify"}},
 	} {
