@@ -80,12 +80,14 @@ routes:
     events: [invoice.paid]
     url: http://127.0.0.1:9/ship
 console:
+  users:
+    - {name: alice, role: operator, password_env: T_ALICE}
   tokens:
     - {name: ops-bot, role: operator, token_env: T_OPS}
     - {name: watcher, role: viewer, token_env: T_WATCH}
 `, srv.URL)), 0o600))
 	env := map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": path, "T_STRIPE": "whsec_stripe",
-		"T_STRIPE_KEY": reconcileKey, "T_OPS": reconcileOps, "T_WATCH": reconcileWatch}
+		"T_STRIPE_KEY": reconcileKey, "T_OPS": reconcileOps, "T_WATCH": reconcileWatch, "T_ALICE": alicePassword}
 	return db, fake, env
 }
 
