@@ -32,7 +32,7 @@ const (
 )
 
 // errTooLarge is an answer over maxResponseBytes.
-var errTooLarge = fmt.Errorf("the provider's API answered more than %d bytes", maxResponseBytes)
+var errTooLarge = errors.New("the provider's API answered more than the bound on an answer")
 
 // httpClient returns the client every API call goes through: each
 // exchange bounded in time and in the size of the answer, which is read
@@ -40,7 +40,7 @@ var errTooLarge = fmt.Errorf("the provider's API answered more than %d bytes", m
 // nil) on every request, so that a rotated credential file is used at
 // once.
 func httpClient(authorize func(*http.Request) error) *http.Client {
-	return &http.Client{Transport: &transport{next: http.DefaultTransport, authorize: authorize}}
+	return &http.Client{Transport: &transport{next: http.DefaultTransport, authorize: authorize, max: maxResponseBytes}}
 }
 
 // transport sets the credential, bounds each exchange by requestTimeout
@@ -49,6 +49,7 @@ func httpClient(authorize func(*http.Request) error) *http.Client {
 type transport struct {
 	next      http.RoundTripper
 	authorize func(*http.Request) error
+	max       int64 // bytes of an answer's body
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -66,15 +67,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.ContentLength > maxResponseBytes {
-		return nil, errTooLarge
+	if resp.ContentLength > t.max {
+		return nil, fmt.Errorf("%w (%d bytes)", errTooLarge, t.max)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.max+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading the provider's answer: %w", err)
-	case len(body) > maxResponseBytes:
-		return nil, errTooLarge
+	case int64(len(body)) > t.max:
+		return nil, fmt.Errorf("%w (%d bytes)", errTooLarge, t.max)
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	return resp, nil

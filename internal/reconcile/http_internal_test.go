@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTransportBoundsAnswers: an answer over maxResponseBytes is refused,
+// TestTransportBoundsAnswers: an answer over limit is refused,
 // announced or chunked; one at the bound is read whole.
 func TestTransportBoundsAnswers(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,8 @@ func TestTransportBoundsAnswers(t *testing.T) {
 		_, _ = io.Copy(w, io.LimitReader(zeros{}, int64(n)))
 	}))
 	t.Cleanup(srv.Close)
-	client := httpClient(func(r *http.Request) error { r.Header.Set("Authorization", "Bearer x"); return nil })
+	const limit = 64 << 10
+	client := &http.Client{Transport: &transport{next: http.DefaultTransport, max: limit}}
 	get := func(query string) ([]byte, error) {
 		resp, err := client.Get(srv.URL + "?" + query)
 		if err != nil {
@@ -32,12 +33,12 @@ func TestTransportBoundsAnswers(t *testing.T) {
 		defer resp.Body.Close()
 		return io.ReadAll(resp.Body)
 	}
-	body, err := get("n=" + strconv.Itoa(maxResponseBytes))
+	body, err := get("n=" + strconv.Itoa(limit))
 	require.NoError(t, err)
-	require.Len(t, body, maxResponseBytes)
-	_, err = get("n=" + strconv.Itoa(maxResponseBytes+1))
+	require.Len(t, body, limit)
+	_, err = get("n=" + strconv.Itoa(limit+1))
 	require.ErrorIs(t, err, errTooLarge)
-	_, err = get("chunked=1&n=" + strconv.Itoa(maxResponseBytes+1))
+	_, err = get("chunked=1&n=" + strconv.Itoa(limit+1))
 	require.ErrorIs(t, err, errTooLarge)
 }
 
