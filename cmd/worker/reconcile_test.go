@@ -61,6 +61,12 @@ func (f *stripeEvents) add(id string, at time.Time) {
 // worker's environment with a config that reconciles stripe against it.
 func reconcileSetup(t *testing.T) (*dbtest.DB, *stripeEvents, map[string]string) {
 	t.Helper()
+	return reconcileSetupTo(t, "http://127.0.0.1:9")
+}
+
+// reconcileSetupTo is reconcileSetup with the route posting to downstream.
+func reconcileSetupTo(t *testing.T, downstream string) (*dbtest.DB, *stripeEvents, map[string]string) {
+	t.Helper()
 	db := dbtest.NewDB(t)
 	fake := &stripeEvents{key: reconcileKey}
 	srv := httptest.NewServer(fake)
@@ -78,14 +84,14 @@ routes:
   - name: ship
     provider: stripe
     events: [invoice.paid]
-    url: http://127.0.0.1:9/ship
+    url: %s/ship
 console:
   users:
     - {name: alice, role: operator, password_env: T_ALICE}
   tokens:
     - {name: ops-bot, role: operator, token_env: T_OPS}
     - {name: watcher, role: viewer, token_env: T_WATCH}
-`, srv.URL)), 0o600))
+`, srv.URL, downstream)), 0o600))
 	env := map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": path, "T_STRIPE": "whsec_stripe",
 		"T_STRIPE_KEY": reconcileKey, "T_OPS": reconcileOps, "T_WATCH": reconcileWatch, "T_ALICE": alicePassword}
 	return db, fake, env
@@ -225,4 +231,40 @@ func TestReconcileAPI(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(t.Context(),
 		`SELECT detail::text FROM audit_log WHERE actor = 'ops-bot' ORDER BY id DESC LIMIT 1`).Scan(&detail))
 	require.NotContains(t, detail, reconcileKey)
+}
+
+// TestReconciledEventDeliveredOnce: an event Stripe never delivered is
+// claimed by the worker's scheduled run and delivered once; the webhook
+// copy that arrives later (claimed as ingest claims it) is a duplicate,
+// and nothing more is sent.
+func TestReconciledEventDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var keys []string
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(down.Close)
+	db, fake, env := reconcileSetupTo(t, down.URL)
+	_, _, err := worker(env, "migrate")
+	require.NoError(t, err)
+	fake.add("evt_once", time.Now().Add(-time.Hour))
+	_, logs := startWorker(t, env)
+	store := newStore(t, db)
+	waitStatus(t, store, "evt_once", claim.Completed, logs)
+
+	res, err := store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_once", Type: "invoice.paid",
+		ContentType: "application/json", Payload: []byte(`{"id":"evt_once"}`)}, []string{"ship"}, true)
+	require.NoError(t, err)
+	require.True(t, res.Duplicate())
+	c, _, err := store.Get(t.Context(), "stripe", "evt_once")
+	require.NoError(t, err)
+	require.Equal(t, claim.SourceReconcile, c.Source)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, keys, 1, "delivered once")
+	require.NotEmpty(t, keys[0])
 }
