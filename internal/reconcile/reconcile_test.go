@@ -442,3 +442,17 @@ func TestGitHubUnauthorized(t *testing.T) {
 	require.NotContains(t, rec.Error, githubToken)
 	require.NotContains(t, b.logs.String(), githubToken)
 }
+
+// TestNewNamesMissingCredential: a credential that is not set stops the
+// start with an error naming its key and variable.
+func TestNewNamesMissingCredential(t *testing.T) {
+	t.Parallel()
+	b := setup(t, shipRoute)
+	_, err := reconcile.New(reconcile.Options{
+		Config: b.cfg, Routes: b.table, Stores: func(string) reconcile.Store { return b.store },
+		Getenv: func(k string) string { return map[string]string{"GH_TOKEN": githubToken}[k] }, Resolver: secretfile.Resolver{},
+	})
+	require.EqualError(t, err, "providers[0].reconcile.api_key_env: environment variable STRIPE_KEY is not set or empty")
+	_, err = b.r.Run(t.Context(), reconcile.Run{Provider: "nope", Trigger: claim.TriggerCLI})
+	require.ErrorIs(t, err, reconcile.ErrNotConfigured)
+}
