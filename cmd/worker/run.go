@@ -18,6 +18,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
@@ -26,7 +27,8 @@ import (
 const usage = `worker [--config FILE] [--listen ADDR]
        worker migrate [--config FILE]
        ` + claimsUsage + `
-       ` + routesUsage
+       ` + routesUsage + `
+       ` + reconcileUsage
 
 // River fetch tuning. A committed claim's job insert sends a NOTIFY, so
 // workers usually hear of new jobs at once; the cooldown bounds how often a
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	command, rest := fs.Arg(0), fs.Args()[1:]
 	switch command {
-	case "migrate", "claims", "routes":
+	case "migrate", "claims", "routes", "reconcile":
 		if common.Listen != "" {
 			return fmt.Errorf("--listen applies only when serving, not to %s (usage: %s)", command, usage)
 		}
@@ -76,8 +78,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return dispatch(ctx, "claims", claimsUsage, common, env, rest, claimsCommands)
 	case "routes":
 		return dispatch(ctx, "routes", routesUsage, common, env, rest, routesCommands)
+	case "reconcile":
+		return (&reconcileCommand{common, env}).Run(ctx, rest)
 	}
-	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
+	return fmt.Errorf("unknown command %q: want migrate, claims, routes or reconcile, or no command to serve (see worker --help)", command)
 }
 
 // sessionCost is the random_page_cost the worker's sessions plan with
@@ -130,13 +134,21 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	defer delivery.Close() // after River has stopped, below
-	client, err := newJobClient(boot, delivery, reg, tracing)
+	// The store is made with the River client, which needs the
+	// reconciliation's worker first: the reconciler reaches it through
+	// storeOf once it is set, before River starts.
+	var store *claim.Store
+	reconciler, err := newReconciler(boot, env.Getenv, func(string) reconcile.Store { return store }, reg)
+	if err != nil {
+		return err
+	}
+	client, err := newJobClient(boot, delivery, reconciler, reg, tracing)
 	if err != nil {
 		return err
 	}
 	stopPauseLog := logPauses(client, cfg, logger)
 	defer stopPauseLog()
-	store := claim.NewStore(pool, client, boot.Routes.MaxAttempts)
+	store = claim.NewStore(pool, client, boot.Routes.MaxAttempts)
 	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
 		return err
 	}
@@ -156,7 +168,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, store, reads, client)
+	o, err := newOps(uiCtx, boot, env, reg, store, reads, client, consoleReconciler{r: reconciler, store: store})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -29,9 +30,9 @@ import (
 
 // newJobClient returns the River client that works delivery, reconcile
 // and retention jobs for boot's configuration.
-func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Registry, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
+func newJobClient(boot *cli.Server, delivery *deliver.Worker, reconciler *reconcile.Reconciler, reg *prometheus.Registry, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
-	reconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
+	jobsReconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
@@ -44,8 +45,10 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
-	river.AddWorker(workers, reconciler)
+	river.AddWorker(workers, jobsReconciler)
 	river.AddWorker(workers, retainer)
+	// A run stops well before River could take it for stuck.
+	river.AddWorker(workers, reconcile.NewWorker(reconciler, min(10*time.Minute, cfg.Worker.RescueAfter.D()*3/4)))
 	return claim.NewWorkClient(pool, &river.Config{
 		Logger:               logger,
 		Workers:              workers,
@@ -54,7 +57,7 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
-		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
+		PeriodicJobs:         append([]*river.PeriodicJob{jobsReconciler.PeriodicJob(), retainer.PeriodicJob()}, reconciler.PeriodicJobs()...),
 		Middleware:           tracing.RiverMiddleware(),
 
 		CompletedJobRetentionPeriod: jobRetention.Completed,
@@ -68,7 +71,7 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 // uiCtx ends), and the console when the configuration enables it, reading
 // through reads and acting through store.
 func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, reads *claim.ReadPool,
-	client *river.Client[pgx.Tx]) (*ops, error) {
+	client *river.Client[pgx.Tx], reconciler console.Reconciler) (*ops, error) {
 	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
 	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
@@ -99,7 +102,7 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 		}
 		srv := console.New(console.Options{
 			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads, Queues: client, DB: pool, Logger: logger,
-			Guard: o.guard,
+			Guard: o.guard, Reconciler: reconciler,
 		})
 		// A changed password_file ends its user's sessions at once, not
 		// at their next use; until uiCtx ends, with the River UI's.

@@ -6,6 +6,27 @@ import (
 	"fmt"
 )
 
+// Claim records ev and fans it out to routes (the names of the routes its
+// type matches): a batch of one (see ClaimMany) and then Resolve, as
+// ingest's group does for each of its events. Reconciliation claims the
+// events a provider's API returns through it, one at a time, so that they
+// pass the same gate as a webhook. Only the call that inserts the claim
+// fans out; any other call for the same key is a Duplicate, except that
+// with reopen a failed claim has its failed deliveries reopened. Nothing
+// is committed when an error is returned; an event holding text the
+// tables cannot store fails with ErrUnstorable, before any statement.
+func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
+	if err := Storable(ev, routes); err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
+	req := Request{Event: ev, Routes: routes}
+	res, err := s.ClaimMany(ctx, []Request{req})
+	if err != nil {
+		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
+	}
+	return s.Resolve(ctx, req, reopen, res[0])
+}
+
 // Resolve finishes, alone, what ClaimMany left to a single event in res:
 // with reopen, it reopens the failed claim of a duplicate (in a transaction
 // of its own, which locks the claim and reads its deliveries); it claims

@@ -24,11 +24,15 @@ type Record struct {
 	// TerminalAt is when the claim last became terminal, the moment
 	// retention ages it from; nil while it is processing.
 	TerminalAt *time.Time `json:"terminal_at,omitempty"`
+	// Source is where the claim came from: SourceWebhook, or
+	// SourceReconcile for an event reconciliation fetched from the
+	// provider's API.
+	Source string `json:"source"`
 }
 
 // claimColumns are the columns of a Claim, in its fields' order.
 const claimColumns = `provider, event_id, event_type, coalesce(object_id, ''), status, attempt_count,
-    coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at`
+    coalesce(last_error, ''), first_seen_at, updated_at, completed_at, terminal_at, source`
 
 // Get returns one claim and its deliveries (without payload).
 func (s *Store) Get(ctx context.Context, provider, eventID string) (Record, []Delivery, error) {

@@ -161,7 +161,7 @@ func (sc *exportScanner) scan(rows pgx.Rows) error {
 	e.Payload, sc.raw, sc.ds = e.Payload[:0], sc.raw[:0], sc.ds[:0]
 	c := &e.Record
 	if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
-		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &sc.raw); err != nil {
+		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &c.Source, &e.Payload, &sc.raw); err != nil {
 		return fmt.Errorf("exporting claims: %w", err)
 	}
 	if err := json.Unmarshal(sc.raw, &sc.ds); err != nil {

@@ -193,7 +193,7 @@ func searchSQL(f Search) (string, []any) {
 func claimColumnsOf(a string) string {
 	return a + `.provider, ` + a + `.event_id, ` + a + `.event_type, coalesce(` + a + `.object_id, ''), ` + a + `.status, ` +
 		a + `.attempt_count, coalesce(` + a + `.last_error, ''), ` + a + `.first_seen_at, ` + a + `.updated_at, ` +
-		a + `.completed_at, ` + a + `.terminal_at`
+		a + `.completed_at, ` + a + `.terminal_at, ` + a + `.source`
 }
 
 // SearchClaims returns one page of the claims f matches, newest first; the

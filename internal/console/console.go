@@ -59,6 +59,9 @@ type Options struct {
 	// CountTimeout bounds the claims list's count of its matches; the
 	// page says "many" past it. 0 means 300 ms.
 	CountTimeout time.Duration
+	// Reconciler runs reconciliations on demand and lists their runs;
+	// nil answers no provider and no run.
+	Reconciler Reconciler
 }
 
 // claimReader is what the console reads of the claim tables itself; every
@@ -109,6 +112,8 @@ type Server struct {
 	pages  *pages
 	// rotated ends the sessions of a user whose password file changed.
 	rotated rotations
+	// reconciler is Options.Reconciler.
+	reconciler Reconciler
 }
 
 type account struct {
@@ -150,7 +155,7 @@ func New(opts Options) *Server {
 		cfg: opts.Config, store: opts.Store, audit: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
 		guard: opts.Guard, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
-		pages: loadPages(),
+		pages: loadPages(), reconciler: opts.Reconciler,
 	}
 	if s.guard == nil {
 		s.guard = lockout.NewGuard(nil)

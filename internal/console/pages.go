@@ -19,7 +19,7 @@ import (
 var files embed.FS
 
 // pageNames are the console's page templates, each rendered in layout.html.
-var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm"}
+var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm", "reconcile"}
 
 type pages struct{ t map[string]*template.Template }
 
@@ -143,6 +143,7 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/routes/{name}/resume", s.page(true, s.handlePausePage(false)))
 	mux.HandleFunc("POST /console/routes/{name}/breaker/close", s.page(true, s.handleBreakerClosePage))
 	mux.HandleFunc("GET /console/audit", s.page(false, s.handleAuditPage))
+	s.reconcileRoutes(mux) // its API, with the page
 	mux.HandleFunc("/console/", s.page(false, func(w http.ResponseWriter, r *http.Request, p principal) {
 		s.render(w, http.StatusNotFound, "error", pageData{Title: "Not found", User: &p, Data: errorPage{"No such page.", "/console/"}})
 	}))

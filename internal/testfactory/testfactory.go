@@ -300,10 +300,5 @@ func ExpireLeader(ctx context.Context, tb testing.TB, exec Executor) {
 // one: ClaimMany, then Resolve for what it leaves to a single event (with
 // reopen, a failed claim's redelivery reopens it).
 func ClaimEvent(ctx context.Context, store *claim.Store, ev claim.Event, routes []string, reopen bool) (claim.Result, error) {
-	req := claim.Request{Event: ev, Routes: routes}
-	res, err := store.ClaimMany(ctx, []claim.Request{req})
-	if err != nil {
-		return claim.Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)
-	}
-	return store.Resolve(ctx, req, reopen, res[0])
+	return store.Claim(ctx, ev, routes, reopen)
 }

@@ -228,11 +228,19 @@ func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Red
 	for _, t := range cfg.Console.Tokens {
 		values = append(values, env.Getenv(t.TokenEnv))
 	}
+	for _, p := range cfg.Providers {
+		if r := p.Reconcile; r != nil {
+			values = append(values, env.Getenv(r.APIKeyEnv), env.Getenv(r.TokenEnv))
+		}
+	}
 	// Secret files as they are at start; the binary that reads one fails
 	// its start on a file it cannot read.
 	var paths []string
 	for _, p := range cfg.Providers {
 		paths = append(paths, p.SecretsFile...)
+		if r := p.Reconcile; r != nil {
+			paths = append(paths, r.APIKeyFile, r.TokenFile, r.PrivateKeyFile)
+		}
 	}
 	for _, r := range cfg.Routes {
 		paths = append(paths, r.SigningSecretFile)
