@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
 )
 
 // receiverAddr is where `devtool run` serves the demo receiver; the example
@@ -20,7 +22,7 @@ const maxDeliveryBytes = 10 << 20
 
 // receive is `devtool receive`: it serves a receiver until ctx ends.
 func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("receive", "receive [--listen ADDR]", stderr)
+	fs := devlocal.NewFlagSet("receive", "receive [--listen ADDR]", stderr)
 	listen := fs.String("listen", receiverAddr, "address to serve on")
 	if err := fs.Parse(args); err != nil {
 		return err

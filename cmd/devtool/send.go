@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
 )
 
 // send is `devtool send`: it builds one Standard Webhooks event, signs it
@@ -21,7 +21,7 @@ import (
 // as a sender retrying a delivery would. Ingest should accept the first and
 // answer every other as a duplicate.
 func send(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send [--url URL] [--times N] [--id ID] [--type TYPE]", stderr)
+	fs := devlocal.NewFlagSet("send", "send [--url URL] [--times N] [--id ID] [--type TYPE]", stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/webhooks/demo", "ingest endpoint of a standard-webhooks provider")
 	times := fs.Int("times", 2, "how many times to post the same signed event")
 	id := fs.String("id", "", "event id (webhook-id); default evt_ and random hex")
@@ -36,7 +36,7 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 		return fmt.Errorf("--times must be at least 1, got %d", *times)
 	}
 	if *id == "" {
-		*id = "evt_" + randomHex(8)
+		*id = "evt_" + devlocal.RandomHex(8)
 	}
 
 	// The secret `devtool run` gives ingest when DEMO_WEBHOOK_SECRET is unset.
@@ -45,11 +45,11 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 		return fmt.Errorf("DEMO_WEBHOOK_SECRET is not whsec_ followed by base64: %w", err)
 	}
 	now := time.Now()
-	body, err := json.Marshal(demoEvent{
+	body, err := json.Marshal(devlocal.DemoEvent{
 		ID:        *id,
 		Type:      *typ,
 		Timestamp: now.UTC().Format(time.RFC3339),
-		Data:      demoObject{Object: "invoice", ID: "in_" + randomHex(6), Amount: 4200, Currency: "eur"},
+		Data:      devlocal.DemoObject{Object: "invoice", ID: "in_" + devlocal.RandomHex(6), Amount: 4200, Currency: "eur"},
 	})
 	if err != nil {
 		return fmt.Errorf("encoding the event: %w", err)
@@ -91,27 +91,4 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	fmt.Fprintf(stdout, "however many times it was posted, the receiver in `make run` should print one new effect for %s\n", *id)
 	return nil
-}
-
-// demoEvent is a Standard Webhooks payload (type, timestamp, data) that also
-// carries its id, as many senders' payloads do.
-type demoEvent struct {
-	ID        string     `json:"id"`
-	Type      string     `json:"type"`
-	Timestamp string     `json:"timestamp"`
-	Data      demoObject `json:"data"`
-}
-
-// demoObject is the invoice the demo event is about.
-type demoObject struct {
-	Object   string `json:"object"`
-	ID       string `json:"id"`
-	Amount   int    `json:"amount"`
-	Currency string `json:"currency"`
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
