@@ -30,6 +30,19 @@ type labHandler interface {
 	record(ctx context.Context, eventID string) (claimed, completed bool, err error)
 }
 
+// designTable is a design's own table in the lab's database, which setup
+// creates if it is not there; each of designs 1–4 keeps its records in one.
+type designTable struct {
+	db      *pgxpool.Pool
+	table   string
+	columns string // the column list of its CREATE TABLE
+}
+
+func (t designTable) setup(ctx context.Context) error {
+	_, err := t.db.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+t.table+" (\n"+t.columns+"\n)")
+	return err
+}
+
 // labDesignDeps is what every design is built from.
 type labDesignDeps struct {
 	db    *pgxpool.Pool
@@ -41,13 +54,13 @@ type labDesignDeps struct {
 func newLabHandler(name string, deps labDesignDeps) (labHandler, error) {
 	switch name {
 	case designLookup:
-		return &lookupDesign{db: deps.db, call: deps.call}, nil
+		return &lookupDesign{designTable: designTable{deps.db, "lab_lookup", lookupColumns}, call: deps.call}, nil
 	case designSeen:
-		return &seenDesign{db: deps.db, call: deps.call}, nil
+		return &seenDesign{designTable: designTable{deps.db, "lab_seen", seenColumns}, call: deps.call}, nil
 	case designLease:
-		return &leaseDesign{db: deps.db, call: deps.call, lease: deps.lease, table: "lab_lease"}, nil
+		return &leaseDesign{designTable: designTable{deps.db, "lab_lease", leaseColumns}, call: deps.call, lease: deps.lease}, nil
 	case designLeaseKey:
-		return &leaseDesign{db: deps.db, call: deps.call, lease: deps.lease, table: "lab_lease_key", keyed: true}, nil
+		return &leaseDesign{designTable: designTable{deps.db, "lab_lease_key", leaseColumns}, call: deps.call, lease: deps.lease, keyed: true}, nil
 	}
 	return nil, fmt.Errorf("no design %q", name)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookgate/hookgate/internal/devlocal"
 )
@@ -25,23 +24,19 @@ const labLease = 2 * time.Second
 // followed the effect performs it twice; with the key derived from the event
 // id, the downstream answers the repeat without a second effect.
 type leaseDesign struct {
-	db    *pgxpool.Pool
+	designTable
 	call  *labCaller
 	lease time.Duration
-	table string
 	keyed bool
 }
 
-func (d *leaseDesign) setup(ctx context.Context) error {
-	_, err := d.db.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	event_id     text PRIMARY KEY,
+// leaseColumns are the columns of designs 3's and 4's tables: the claim,
+// its lease (whose holder's token), and how many deliveries took it.
+const leaseColumns = `	event_id     text PRIMARY KEY,
 	status       text NOT NULL,
 	token        text NOT NULL,
 	locked_until timestamptz NOT NULL,
-	claims       integer NOT NULL DEFAULT 1
-)`, d.table))
-	return err
-}
+	claims       integer NOT NULL DEFAULT 1`
 
 func (d *leaseDesign) handle(ctx context.Context, eventID string, body []byte) int {
 	token := devlocal.RandomHex(16)

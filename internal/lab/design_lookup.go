@@ -3,8 +3,6 @@ package lab
 import (
 	"context"
 	"net/http"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // lookupDesign is design 1, the "normal lookup" of many workflows: look the
@@ -12,17 +10,13 @@ import (
 // Copies that look before the first one inserts all perform the effect, and
 // a crash between the effect and the insert leaves nothing to find.
 type lookupDesign struct {
-	db   *pgxpool.Pool
+	designTable
 	call *labCaller
 }
 
-func (d *lookupDesign) setup(ctx context.Context) error {
-	_, err := d.db.Exec(ctx, `CREATE TABLE IF NOT EXISTS lab_lookup (
-	event_id     text PRIMARY KEY,
-	processed_at timestamptz NOT NULL DEFAULT now()
-)`)
-	return err
-}
+// lookupColumns are lab_lookup's: a row is an event processed.
+const lookupColumns = `	event_id     text PRIMARY KEY,
+	processed_at timestamptz NOT NULL DEFAULT now()`
 
 func (d *lookupDesign) handle(ctx context.Context, eventID string, body []byte) int {
 	var seen bool

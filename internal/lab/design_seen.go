@@ -15,18 +15,15 @@ import (
 // claim whose process dies before the effect is never run again: the retry
 // finds the flag and is acknowledged.
 type seenDesign struct {
-	db   *pgxpool.Pool
+	designTable
 	call *labCaller
 }
 
-func (d *seenDesign) setup(ctx context.Context) error {
-	_, err := d.db.Exec(ctx, `CREATE TABLE IF NOT EXISTS lab_seen (
-	event_id   text PRIMARY KEY,
+// seenColumns are lab_seen's: a row is the flag, its status "done" once the
+// effect ran.
+const seenColumns = `	event_id   text PRIMARY KEY,
 	status     text NOT NULL,
-	claimed_at timestamptz NOT NULL DEFAULT now()
-)`)
-	return err
-}
+	claimed_at timestamptz NOT NULL DEFAULT now()`
 
 func (d *seenDesign) handle(ctx context.Context, eventID string, body []byte) int {
 	var won string
@@ -49,7 +46,7 @@ ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, eventID).Scan(&won)
 }
 
 func (d *seenDesign) record(ctx context.Context, eventID string) (claimed, completed bool, err error) {
-	return statusRecord(ctx, d.db, "lab_seen", eventID)
+	return statusRecord(ctx, d.db, d.table, eventID)
 }
 
 // statusRecord reads a status column: a row claims the event, and "done"
