@@ -175,8 +175,8 @@ func TestRouteStates(t *testing.T) {
 		{Route: "mail", Queue: "route-mail", Processing: 2, Available: 1, Retryable: 1, Breaker: closed},
 		{Route: "ledger", Queue: "route-ledger", Breaker: closed},
 	}, states)
-	require.Equal(t, 2, states[0].Backlog())
-	require.Equal(t, 2, states[1].Backlog())
+	require.Equal(t, 2, states[0].QueuedJobs())
+	require.Equal(t, 2, states[1].QueuedJobs())
 
 	t.Run("PauseAndResume", func(t *testing.T) {
 		// mail's queue was never run by a worker: pausing registers it.
@@ -193,7 +193,7 @@ func TestRouteStates(t *testing.T) {
 		require.False(t, states[0].Paused)
 		require.True(t, states[1].Paused)
 		require.NotNil(t, states[1].PausedAt)
-		require.Equal(t, 2, states[1].Backlog(), "pausing keeps the backlog")
+		require.Equal(t, 2, states[1].QueuedJobs(), "pausing keeps the backlog")
 
 		was, err := b.store.ResumeRoute(ctx, queues, "mail")
 		require.NoError(t, err)
