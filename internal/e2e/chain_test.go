@@ -17,6 +17,10 @@ import (
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
+// deliveryWaiting is the contract's status of a delivery waiting for the
+// routes it runs after; only the store's SQL writes it.
+const deliveryWaiting = claim.DeliveryStatus("waiting")
+
 // after is the YAML of a route's after: names.
 func after(names ...string) string {
 	return "    after: [" + strings.Join(names, ", ") + "]\n"
@@ -130,7 +134,7 @@ func TestChainFailedPredecessor(t *testing.T) {
 	s.claimed(ingest, e)
 
 	_, ds := s.waitStatus(e.id, claim.Failed, settle)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "step2").Status)
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "step2").Status)
 	require.Zero(t, s.routeJobs(e.id, "step2"), "a waiting delivery has no job")
 	require.Empty(t, s.down.callsFor(key(e.id, "step2")))
 	out, code := s.run("claims", "show", provider, e.id)
@@ -187,7 +191,7 @@ func TestChainCrashAtTheHandOver(t *testing.T) {
 
 	_, ds, err := s.store.Get(t.Context(), provider, e.id)
 	require.NoError(t, err)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "step2").Status, "nothing recorded by the killed worker")
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "step2").Status, "nothing recorded by the killed worker")
 	require.Zero(t, s.routeJobs(e.id, "step2"))
 
 	require.Eventually(t, func() bool {
@@ -335,7 +339,7 @@ func TestChainFanInBehindAFailedPredecessor(t *testing.T) {
 	require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "a").Status)
 	require.Equal(t, claim.DeliveryFailed, deliveryOf(t, ds, "b").Status)
 	c := deliveryOf(t, ds, "c")
-	require.Equal(t, claim.DeliveryWaiting, c.Status)
+	require.Equal(t, deliveryWaiting, c.Status)
 
 	require.Eventually(t, func() bool {
 		var n int
@@ -345,7 +349,7 @@ func TestChainFanInBehindAFailedPredecessor(t *testing.T) {
 		return n > 0
 	}, settle, 50*time.Millisecond, "a reconcile run that saw c stale")
 	_, ds = s.waitStatus(e.id, claim.Failed, settle)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "c").Status)
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "c").Status)
 	require.Zero(t, s.routeJobs(e.id, "c"), "no job for c behind the failed b")
 	require.Empty(t, s.down.callsFor(key(e.id, "c")))
 }
