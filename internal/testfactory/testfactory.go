@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -294,4 +295,16 @@ func ExpireLeader(ctx context.Context, tb testing.TB, exec Executor) {
 	if _, err := exec.Exec(ctx, `DELETE FROM river_leader`); err != nil {
 		tb.Fatalf("testfactory: expiring the River leader: %v", err)
 	}
+}
+
+// DeliveryJobs is what River's rivertest.RequireManyInserted (or its Tx
+// form) expects of n delivery jobs, each held to opts (nil for none): the
+// jobs' kinds and count, which is how tests assert the jobs a claim, a
+// release or a reopen inserted.
+func DeliveryJobs(n int, opts *rivertest.RequireInsertedOpts) []rivertest.ExpectedJob {
+	expected := make([]rivertest.ExpectedJob, n)
+	for i := range expected {
+		expected[i] = rivertest.ExpectedJob{Args: &claim.DeliveryArgs{}, Opts: opts}
+	}
+	return expected
 }
