@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
@@ -143,6 +146,9 @@ func DeleteClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.Even
 // JobWhere picks River jobs; zero fields match every job.
 type JobWhere struct {
 	ID int64
+	// Kind picks the jobs of one kind (Jobs only; a Delivery implies
+	// claim.DeliveryKind).
+	Kind string
 	// Delivery picks the delivery jobs of one delivery; Route "" picks
 	// those of every delivery of the claim.
 	Delivery claim.Key
@@ -307,4 +313,60 @@ func DeliveryJobs(n int, opts *rivertest.RequireInsertedOpts) []rivertest.Expect
 		expected[i] = rivertest.ExpectedJob{Args: &claim.DeliveryArgs{}, Opts: opts}
 	}
 	return expected
+}
+
+// Beginner begins a transaction: a pool, a connection, or a transaction
+// (a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Jobs lists the River jobs where picks, in id order, through River's
+// public API (Client.JobListTx, in a transaction of db's rolled back
+// afterwards), so that tests read jobs' states, attempts, queues and
+// metadata without querying River's tables; rivertest's RequireInserted
+// helpers say what was inserted, but not these. At most 10,000.
+func Jobs(ctx context.Context, tb testing.TB, db Beginner, where JobWhere) []*rivertype.JobRow {
+	tb.Helper()
+	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{})
+	if err != nil {
+		tb.Fatalf("testfactory: a River client to list jobs: %v", err)
+	}
+	params := river.NewJobListParams().First(10_000)
+	k := where.Delivery
+	switch {
+	case k.EventID != "":
+		params = params.Kinds(claim.DeliveryKind)
+	case where.Kind != "":
+		params = params.Kinds(where.Kind)
+	}
+	if where.ID != 0 {
+		params = params.IDs(where.ID)
+	}
+	if where.State != "" {
+		params = params.States(where.State)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		tb.Fatalf("testfactory: listing River jobs: %v", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	res, err := client.JobListTx(ctx, tx, params)
+	if err != nil {
+		tb.Fatalf("testfactory: listing River jobs: %v", err)
+	}
+	var jobs []*rivertype.JobRow
+	for _, j := range res.Jobs {
+		if k.EventID != "" {
+			var a claim.DeliveryArgs
+			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+				tb.Fatalf("testfactory: job %d's args: %v", j.ID, err)
+			}
+			if a.Provider != k.Provider || a.EventID != k.EventID || (k.Route != "" && a.Route != k.Route) {
+				continue
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
 }
