@@ -43,6 +43,10 @@ type ClaimOpts struct {
 	Payload     []byte // default `{}`
 	FirstSeenAt *When  // default now
 	UpdatedAt   *When  // default now
+	// TerminalAt is when a terminal claim became so, the time retention
+	// ages it from (Claim only); nil leaves it to the database: now for a
+	// terminal status, none while processing.
+	TerminalAt *When
 	// ClearPayload clears the payload, as retention does (SetClaim only).
 	ClearPayload bool
 	// Deliveries, by route, are inserted with the claim (Claim only).
@@ -72,12 +76,17 @@ func Claim(ctx context.Context, tb testing.TB, exec Executor, opts *ClaimOpts) c
 	if payload == nil {
 		payload = []byte(`{}`)
 	}
+	var terminalAgo *float64
+	if opts.TerminalAt != nil {
+		s := opts.TerminalAt.seconds()
+		terminalAgo = &s
+	}
 	_, err := exec.Exec(ctx, `INSERT INTO webhook_event_claims
-    (provider, event_id, event_type, status, payload, content_type, first_seen_at, updated_at, completed_at)
+    (provider, event_id, event_type, status, payload, content_type, first_seen_at, updated_at, completed_at, terminal_at)
 VALUES ($1, $2, $3, $4, $5, 'application/json', now() - make_interval(secs => $6), now() - make_interval(secs => $7),
-        CASE WHEN $4 = 'completed' THEN now() END)`,
+        CASE WHEN $4 = 'completed' THEN now() END, now() - make_interval(secs => $8::float8))`,
 		k.Provider, k.EventID, cmp.Or(opts.EventType, "invoice.paid"), string(status), payload,
-		opts.FirstSeenAt.seconds(), opts.UpdatedAt.seconds())
+		opts.FirstSeenAt.seconds(), opts.UpdatedAt.seconds(), terminalAgo)
 	if err != nil {
 		tb.Fatalf("testfactory: inserting claim %s: %v", k, err)
 	}
