@@ -1,7 +1,22 @@
-// Package testfactory puts claims, deliveries and River jobs into the states
-// tests need, with defaults for what a test does not care about, so that
-// test files hold no hand-written INSERT or UPDATE statements. Status and
-// completed_at always agree, as the schema requires.
+// Package testfactory puts claims, deliveries, attempts and River jobs into
+// the states tests need, with defaults for what a test does not care about,
+// and reads jobs through River's API (Jobs), so that tests of the house's
+// behaviour hold no hand-written INSERT or UPDATE of its tables and no
+// query of River's. Status and completed_at always agree, as the schema
+// requires. Jobs a test expects inserted are asserted with River's own
+// rivertest.RequireInserted* helpers (DeliveryJobs builds their
+// expectation).
+//
+// What is left by design, each in its own test file: rows written into an
+// older schema before a migration runs (internal/migrate, the upgrade test
+// in internal/e2e), which this package, written for today's schema, cannot
+// describe; seeds of tens of thousands of rows in one set-based statement
+// (internal/bench, TestExportAtScale, the console's count bound), where a
+// statement a row would take minutes; scratch tables of tests that are not
+// about hookgate's data (internal/pgcluster, cmd/internal/cli); and the
+// tests of the River seam itself (internal/claim's riverseam, endjobs,
+// plan and worker-session tests), which corrupt, lock or plan River's rows
+// on purpose, or read what River's helpers do not expose.
 package testfactory
 
 import (
@@ -39,7 +54,10 @@ type ClaimOpts struct {
 	EventType string // default "invoice.paid"
 	// Status defaults to processing; completed sets completed_at, any other
 	// status clears it.
-	Status      claim.Status
+	Status claim.Status
+	// LastError is the claim's roll-up of its deliveries' last error
+	// (SetClaim only).
+	LastError   string
 	Payload     []byte // default `{}`
 	FirstSeenAt *When  // default now
 	UpdatedAt   *When  // default now
@@ -113,6 +131,9 @@ func SetClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.EventKe
 	if opts.Status != "" {
 		u.set("status = %s", string(opts.Status))
 		u.set("completed_at = CASE WHEN %s = 'completed' THEN coalesce(completed_at, now()) END", string(opts.Status))
+	}
+	if opts.LastError != "" {
+		u.set("last_error = %s", opts.LastError)
 	}
 	u.setTime("first_seen_at", opts.FirstSeenAt)
 	u.setTime("updated_at", opts.UpdatedAt)
