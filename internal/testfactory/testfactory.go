@@ -19,7 +19,7 @@
 // on purpose, or read what River's helpers do not expose. Not yet moved:
 // some other tests of internal/claim (search, retention, attempts,
 // claimmany, export, queue), which set columns this package has no option
-// for (a body hash, a business key, terminal_at, last_error on insert) or
+// for (a body hash, a business key, terminal_at changed afterwards) or
 // count jobs, and the running job's metadata the tracing test reads from
 // inside a downstream handler, where a test may not fail.
 package testfactory
