@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,20 +37,8 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	srv := &http.Server{Handler: rcv.routes(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "demo receiver on http://%s: POST to any path is a delivery; GET /healthz\n", ln.Addr())
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", err)
+	if err := devlocal.Serve(ctx, srv, ln); err != nil {
+		return err
 	}
 	effects, repeats := rcv.counts()
 	fmt.Fprintf(stdout, "demo receiver stopped; new effects: %d, repeats ignored: %d\n", effects, repeats)

@@ -116,16 +116,7 @@ func ServeDesign(ctx context.Context, args []string, getenv func(string) string,
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(stdout, "design %s on http://%s\n", *name, ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return devlocal.Serve(ctx, srv, ln)
 }
 
 // labCaller performs the side effect: one POST of the event's body to the
