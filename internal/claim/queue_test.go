@@ -75,10 +75,9 @@ func TestQueue(t *testing.T) {
 // queueOfJob returns the queue of the stripe delivery job of id for route.
 func (b *bundle) queueOfJob(t *testing.T, id, route string) string {
 	t.Helper()
-	var q string
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT queue FROM river_job
-WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route' = $2`, id, route).Scan(&q))
-	return q
+	jobs := testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: id, Route: route}})
+	require.Len(t, jobs, 1)
+	return jobs[0].Queue
 }
 
 func TestMoveJobsToRouteQueues(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // Retention of the tests: payloads cleared after a day, claims deleted
@@ -365,8 +366,7 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 	require.Equal(t, n, deleted+len(reopened), "each claim went exactly one way")
 
 	*jobs += len(reopened)
-	var got int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&got))
+	got := len(testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Kind: claim.DeliveryKind}))
 	require.Equal(t, *jobs, got, "one job per reopen, none for a deleted claim")
 	for _, id := range ids {
 		exists, _, deliveries := b.stored(t, id)
