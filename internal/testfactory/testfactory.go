@@ -360,12 +360,23 @@ type Beginner interface {
 // public API (Client.JobListTx, in a transaction of db's rolled back
 // afterwards), so that tests read jobs' states, attempts, queues and
 // metadata without querying River's tables; rivertest's RequireInserted
-// helpers say what was inserted, but not these. At most 10,000.
+// helpers say what was inserted, but not these. At most 10,000. A failure
+// fails the test; ListJobs returns it instead.
 func Jobs(ctx context.Context, tb testing.TB, db Beginner, where JobWhere) []*rivertype.JobRow {
 	tb.Helper()
+	jobs, err := ListJobs(ctx, db, where)
+	if err != nil {
+		tb.Fatalf("testfactory: %v", err)
+	}
+	return jobs
+}
+
+// ListJobs is Jobs for where a test may not fail: a handler's goroutine, or
+// a poll that waits out a failover.
+func ListJobs(ctx context.Context, db Beginner, where JobWhere) ([]*rivertype.JobRow, error) {
 	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{})
 	if err != nil {
-		tb.Fatalf("testfactory: a River client to list jobs: %v", err)
+		return nil, fmt.Errorf("a River client to list jobs: %w", err)
 	}
 	params := river.NewJobListParams().First(10_000)
 	k := where.Delivery
@@ -383,19 +394,19 @@ func Jobs(ctx context.Context, tb testing.TB, db Beginner, where JobWhere) []*ri
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		tb.Fatalf("testfactory: listing River jobs: %v", err)
+		return nil, fmt.Errorf("listing River jobs: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	res, err := client.JobListTx(ctx, tx, params)
 	if err != nil {
-		tb.Fatalf("testfactory: listing River jobs: %v", err)
+		return nil, fmt.Errorf("listing River jobs: %w", err)
 	}
 	var jobs []*rivertype.JobRow
 	for _, j := range res.Jobs {
 		if k.EventID != "" {
 			var a claim.DeliveryArgs
 			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-				tb.Fatalf("testfactory: job %d's args: %v", j.ID, err)
+				return nil, fmt.Errorf("job %d's args: %w", j.ID, err)
 			}
 			if a.Provider != k.Provider || a.EventID != k.EventID || (k.Route != "" && a.Route != k.Route) {
 				continue
@@ -403,5 +414,5 @@ func Jobs(ctx context.Context, tb testing.TB, db Beginner, where JobWhere) []*ri
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs
+	return jobs, nil
 }
