@@ -16,12 +16,14 @@
 // about hookgate's data (internal/pgcluster, cmd/internal/cli); and the
 // tests of the River seam itself (internal/claim's riverseam, endjobs,
 // plan and worker-session tests), which corrupt, lock or plan River's rows
-// on purpose, or read what River's helpers do not expose. Not yet moved:
-// some other tests of internal/claim (search, retention, attempts,
-// claimmany, export, queue), which set columns this package has no option
-// for (a body hash, a business key, terminal_at changed afterwards) or
-// count jobs, and the running job's metadata the tracing test reads from
-// inside a downstream handler, where a test may not fail.
+// on purpose, or read what River's helpers do not expose; tests that check
+// River's tables exist or carry their storage parameters (dbtest, migrate,
+// e2e's migrate test); and a fault injected into Postgres' own catalog
+// (migrate's console test). Not yet moved: some other tests of
+// internal/claim (search, retention, attempts, claimmany, export, queue),
+// which set columns this package has no option for (a body hash, a
+// business key, terminal_at changed afterwards) or count jobs, and the
+// console browser test's open circuit (a route_breakers row).
 package testfactory
 
 import (
