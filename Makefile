@@ -8,8 +8,8 @@ BIN      := .local/bin
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (pgPort
-# in cmd/devtool/run.go).
+# LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (PGPort
+# in internal/devlocal/local.go).
 LOCAL_DATABASE_URL := postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable
 
 .PHONY: build

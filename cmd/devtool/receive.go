@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
 )
 
 // receiverAddr is where `devtool run` serves the demo receiver; the example
@@ -23,7 +24,7 @@ const maxFailFor = 10 * time.Minute
 
 // receive is `devtool receive`: it serves a receiver until ctx ends.
 func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("receive", "receive [--listen ADDR]", stderr)
+	fs := devlocal.NewFlagSet("receive", "receive [--listen ADDR]", stderr)
 	listen := fs.String("listen", receiverAddr, "address to serve on")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,20 +40,8 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	srv := &http.Server{Handler: rcv.routes(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "demo receiver on http://%s: POST to any path is a delivery; GET /healthz\n", ln.Addr())
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", err)
+	if err := devlocal.Serve(ctx, srv, ln); err != nil {
+		return err
 	}
 	effects, repeats := rcv.counts()
 	fmt.Fprintf(stdout, "demo receiver stopped; new effects: %d, repeats ignored: %d\n", effects, repeats)

@@ -7,30 +7,20 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/devlocal"
 	"github.com/hookgate/hookgate/internal/devsecret"
 )
 
 const (
-	// localDir holds what devtool makes (binaries, the Postgres cluster); it
-	// is gitignored.
-	localDir = ".local"
-	// pgDir is the data directory of devtool's Postgres, kept between runs.
-	pgDir = localDir + "/pg"
-	// pgPort is the port of devtool's Postgres, fixed so that DATABASE_URL
-	// stays the same from run to run.
-	pgPort = 54329
 	// minStopGrace is how long a child may take to stop after SIGTERM; it is
 	// raised to the worker's shutdown_timeout plus 5s when that is longer.
 	minStopGrace = 35 * time.Second
-	// healthTimeout bounds the wait for each process's /healthz.
-	healthTimeout = time.Minute
 )
 
 // runSystem is `devtool run`: it starts Postgres (unless DATABASE_URL is
@@ -43,16 +33,16 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 
-	con := &console{w: stdout}
+	con := devlocal.NewConsole(stdout)
 	// interrupted ends the run after a Ctrl-C during start-up; the deferred
 	// stops take down whatever had started.
 	interrupted := func() error {
-		con.printf("devtool", "interrupted while starting; stopping")
+		con.Printf("devtool", "interrupted while starting; stopping")
 		return nil
 	}
 	secrets := demoSecrets(o.cfg, getenv)
-	con.printf("devtool", "%s", demoSecretsNotice(secrets))
-	consoleEnv, logins, err := devsecret.Console(o.cfg, getenv, localDir)
+	con.Printf("devtool", "%s", demoSecretsNotice(secrets))
+	consoleEnv, logins, err := devsecret.Console(o.cfg, getenv, devlocal.Dir)
 	if err != nil {
 		return err
 	}
@@ -75,15 +65,15 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	env := runEnv(getenv, dbURL, secrets, consoleEnv)
 	grace := max(minStopGrace, o.cfg.Worker.ShutdownTimeout.D()+5*time.Second)
 
-	if err := runOnce(ctx, con, grace, "migrate", o.ingestBin, []string{"migrate", "--config", o.configPath}, env); err != nil {
+	if err := devlocal.RunOnce(ctx, con, grace, "migrate", o.ingestBin, []string{"migrate", "--config", o.configPath}, env); err != nil {
 		if ctx.Err() != nil {
 			return interrupted()
 		}
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 
-	sup := newSupervisor(con, grace)
-	defer func() { err = errors.Join(err, sup.stopAll()) }()
+	sup := devlocal.NewSupervisor(con, grace)
+	defer func() { err = errors.Join(err, sup.StopAll()) }()
 	children := o.children()
 	if err := startChildren(sup, children, env); err != nil {
 		return err
@@ -100,10 +90,10 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	if getenv("DATABASE_URL") == "" {
 		shownURL = dbURL
 	}
-	con.plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
+	con.Plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
 		claimsHelp(shownURL, filepath.Join(o.binDir, "worker"), o.configPath))
 	if host, _, _ := net.SplitHostPort(o.workerListen); !isLoopback(host) {
-		con.printf("devtool", "ingest and the worker listen on %s (--host / HOOKGATE_RUN_HOST): the console and its password are reachable from the network", host)
+		con.Printf("devtool", "ingest and the worker listen on %s (--host / HOOKGATE_RUN_HOST): the console and its password are reachable from the network", host)
 	}
 	return untilDone(ctx, con, sup, grace)
 }
@@ -134,9 +124,9 @@ type runOptions struct {
 // (127.0.0.1 unless HOOKGATE_RUN_HOST says otherwise), whatever host the
 // config names: the example config's ":8080" would be every interface.
 func parseRunOptions(args []string, getenv func(string) string, stderr io.Writer) (*runOptions, error) {
-	fs := newFlagSet("run", "run [--config FILE] [--bin DIR] [--host HOST]", stderr)
+	fs := devlocal.NewFlagSet("run", "run [--config FILE] [--bin DIR] [--host HOST]", stderr)
 	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
-	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
+	binDir := fs.String("bin", filepath.Join(devlocal.Dir, "bin"), "directory holding the built ingest and worker")
 	host := fs.String("host", cmp.Or(getenv("HOOKGATE_RUN_HOST"), defaultRunHost),
 		"host ingest and the worker listen on (0.0.0.0 for every interface); also HOOKGATE_RUN_HOST")
 	if err := fs.Parse(args); err != nil {
@@ -151,7 +141,7 @@ func parseRunOptions(args []string, getenv func(string) string, stderr io.Writer
 	}
 	ingestBin, workerBin := filepath.Join(*binDir, "ingest"), filepath.Join(*binDir, "worker")
 	for _, bin := range []string{ingestBin, workerBin} {
-		if err := checkExecutable(bin); err != nil {
+		if err := devlocal.CheckExecutable(bin); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +160,7 @@ func parseRunOptions(args []string, getenv func(string) string, stderr io.Writer
 	for _, addr := range []struct{ name, listen string }{
 		{"ingest", ingestListen}, {"worker", workerListen}, {"receiver", receiverAddr},
 	} {
-		if err := checkFree(addr.listen); err != nil {
+		if err := devlocal.CheckFree(addr.listen); err != nil {
 			return nil, fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
 		}
 	}
@@ -235,9 +225,9 @@ func (o *runOptions) children() []runChild {
 }
 
 // startChildren starts every child, in order, before any is waited for.
-func startChildren(sup *supervisor, children []runChild, env []string) error {
+func startChildren(sup *devlocal.Supervisor, children []runChild, env []string) error {
 	for _, c := range children {
-		if err := sup.start(c.name, c.path, c.args, env); err != nil {
+		if err := sup.Start(c.name, c.path, c.args, env); err != nil {
 			return err
 		}
 	}
@@ -245,9 +235,9 @@ func startChildren(sup *supervisor, children []runChild, env []string) error {
 }
 
 // waitChildren waits until every child answers its /healthz.
-func waitChildren(ctx context.Context, sup *supervisor, children []runChild) error {
+func waitChildren(ctx context.Context, sup *devlocal.Supervisor, children []runChild) error {
 	for _, c := range children {
-		if err := waitHealthy(ctx, sup, c.name, c.health); err != nil {
+		if err := devlocal.WaitHealthy(ctx, sup, c.name, c.health); err != nil {
 			return err
 		}
 	}
@@ -256,13 +246,13 @@ func waitChildren(ctx context.Context, sup *supervisor, children []runChild) err
 
 // untilDone waits for Ctrl-C or a child's exit; runSystem's deferred stops
 // then take everything down.
-func untilDone(ctx context.Context, con *console, sup *supervisor, grace time.Duration) error {
+func untilDone(ctx context.Context, con *devlocal.Console, sup *devlocal.Supervisor, grace time.Duration) error {
 	select {
 	case <-ctx.Done():
-		con.printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)
+		con.Printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)
 		return nil
-	case p := <-sup.exited:
-		return fmt.Errorf("%s exited unexpectedly (%s; its output is above); stopped the rest", p.name, exitText(p.err))
+	case p := <-sup.Exited():
+		return fmt.Errorf("%s exited unexpectedly (%s; its output is above); stopped the rest", p.Name(), p.ExitText())
 	}
 }
 
@@ -294,25 +284,6 @@ func claimsHelp(dbURL, workerBin, configPath string) string {
 `, dbURL, workerBin, configPath)
 }
 
-// checkExecutable reports a missing binary with how to build it.
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not built (no executable at %s); build the binaries first: go build -o %s/ ./cmd/ingest ./cmd/worker ./cmd/devtool (make run does this)",
-			filepath.Base(path), path, filepath.Dir(path))
-	}
-	return nil
-}
-
-// checkFree reports whether addr can be listened on, by doing so briefly.
-func checkFree(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return ln.Close()
-}
-
 // localURL turns a listen address into a URL on this machine: a missing or
 // wildcard host becomes 127.0.0.1.
 func localURL(listen string) string {
@@ -324,35 +295,4 @@ func localURL(listen string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// waitHealthy polls url until it answers 200, failing early when a child
-// exits or ctx ends.
-func waitHealthy(ctx context.Context, sup *supervisor, name, url string) error {
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(healthTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", name, err)
-		}
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer %s with 200 within %s", name, url, healthTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case p := <-sup.exited:
-			return fmt.Errorf("%s exited while starting (%s; its output is above)", p.name, exitText(p.err))
-		case <-tick.C:
-		}
-	}
 }

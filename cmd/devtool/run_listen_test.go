@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/devlocal"
 	"github.com/hookgate/hookgate/internal/devsecret"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
@@ -100,8 +101,8 @@ func TestRunListensOnLoopback(t *testing.T) {
 			t.Logf("processes:\n%s", logs.String())
 		}
 	})
-	sup := newSupervisor(&console{w: &logs}, 30*time.Second)
-	t.Cleanup(func() { require.NoError(t, sup.stopAll()) })
+	sup := devlocal.NewSupervisor(devlocal.NewConsole(&logs), 30*time.Second)
+	t.Cleanup(func() { require.NoError(t, sup.StopAll()) })
 	children := o.children()
 	require.NoError(t, startChildren(sup, children, env))
 	require.NoError(t, waitChildren(t.Context(), sup, children))

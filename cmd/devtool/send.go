@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
 )
 
 // send is `devtool send`: it builds one Standard Webhooks event, signs it
@@ -25,7 +25,7 @@ import (
 // closes once the receiver answers again, and events whose attempts all
 // met the 503s end failed, ready for a retry from the console.
 func send(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send [--url URL] [--times N] [--id ID] [--type TYPE] [--fail N [--fail-for D] [--receiver URL]]", stderr)
+	fs := devlocal.NewFlagSet("send", "send [--url URL] [--times N] [--id ID] [--type TYPE] [--fail N [--fail-for D] [--receiver URL]]", stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/webhooks/demo", "ingest endpoint of a standard-webhooks provider")
 	times := fs.Int("times", 2, "how many times to post the same signed event")
 	id := fs.String("id", "", "event id (webhook-id); default evt_ and random hex")
@@ -57,7 +57,7 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 	defer client.CloseIdleConnections()
 	if *fail == 0 {
 		if *id == "" {
-			*id = "evt_" + randomHex(8)
+			*id = "evt_" + devlocal.RandomHex(8)
 		}
 		if err := postEvent(ctx, client, wh, *url, *id, *typ, *times, stdout); err != nil {
 			return err
@@ -71,7 +71,7 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	fmt.Fprintf(stdout, "the demo receiver answers 503 until %s\n", until)
 	for range *fail {
-		if err := postEvent(ctx, client, wh, *url, "evt_"+randomHex(8), *typ, *times, stdout); err != nil {
+		if err := postEvent(ctx, client, wh, *url, "evt_"+devlocal.RandomHex(8), *typ, *times, stdout); err != nil {
 			return err
 		}
 	}
@@ -116,11 +116,11 @@ func failReceiver(ctx context.Context, client *http.Client, receiverURL string, 
 // postEvent builds one demo event, signs it once and posts it times times.
 func postEvent(ctx context.Context, client *http.Client, wh *standardwebhooks.Webhook, url, id, typ string, times int, stdout io.Writer) error {
 	now := time.Now()
-	body, err := json.Marshal(demoEvent{
+	body, err := json.Marshal(devlocal.DemoEvent{
 		ID:        id,
 		Type:      typ,
 		Timestamp: now.UTC().Format(time.RFC3339),
-		Data:      demoObject{Object: "invoice", ID: "in_" + randomHex(6), Amount: 4200, Currency: "eur"},
+		Data:      devlocal.DemoObject{Object: "invoice", ID: "in_" + devlocal.RandomHex(6), Amount: 4200, Currency: "eur"},
 	})
 	if err != nil {
 		return fmt.Errorf("encoding the event: %w", err)
@@ -159,27 +159,4 @@ func postEvent(ctx context.Context, client *http.Client, wh *standardwebhooks.We
 		return fmt.Errorf("%d of %d posts were not accepted", failed, times)
 	}
 	return nil
-}
-
-// demoEvent is a Standard Webhooks payload (type, timestamp, data) that also
-// carries its id, as many senders' payloads do.
-type demoEvent struct {
-	ID        string     `json:"id"`
-	Type      string     `json:"type"`
-	Timestamp string     `json:"timestamp"`
-	Data      demoObject `json:"data"`
-}
-
-// demoObject is the invoice the demo event is about.
-type demoObject struct {
-	Object   string `json:"object"`
-	ID       string `json:"id"`
-	Amount   int    `json:"amount"`
-	Currency string `json:"currency"`
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/devlocal"
 	"github.com/hookgate/hookgate/internal/proctest"
 )
 
@@ -115,7 +116,7 @@ func TestSend(t *testing.T) {
 			require.Equal(t, "evt_test_1", first.header.Get("webhook-id"))
 			require.Equal(t, "application/json", first.header.Get("Content-Type"))
 
-			var ev demoEvent
+			var ev devlocal.DemoEvent
 			require.NoError(t, json.Unmarshal(first.body, &ev))
 			require.Equal(t, "evt_test_1", ev.ID)
 			require.Equal(t, "invoice.paid", ev.Type)

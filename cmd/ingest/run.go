@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer flushTraces(ctx, tracing, logger)
+	defer tracing.Flush(ctx, logger)
 	srv.WithTracing(tracing)
 
 	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
@@ -124,13 +124,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("ingest stopped")
 	return nil
-}
-
-// flushTraces exports the spans still buffered, for a few seconds at most.
-func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := t.Shutdown(fctx); err != nil {
-		logger.Warn("traces not flushed", slog.String("error", err.Error()))
-	}
 }

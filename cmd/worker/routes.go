@@ -105,7 +105,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	views := make([]routeView, len(states))
 	for i, st := range states {
 		r := db.cfg.Routes[i]
-		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.Backlog(),
+		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.QueuedJobs(),
 			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
 	}
 	if asJSON {

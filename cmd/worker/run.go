@@ -118,7 +118,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	defer flushTraces(ctx, tracing, logger)
+	defer tracing.Flush(ctx, logger)
 	delivery, err := deliver.NewWorker(deliver.Options{
 		Config:         cfg,
 		SigningSecrets: boot.Secrets.Route,
@@ -191,15 +191,6 @@ func stopRiver(ctx context.Context, client *river.Client[pgx.Tx], timeout time.D
 	defer ccancel()
 	if err := client.StopAndCancel(cctx); err != nil {
 		logger.Error("stopping the job client", slog.String("error", err.Error()))
-	}
-}
-
-// flushTraces exports the spans still buffered, for a few seconds at most.
-func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
-	defer cancel()
-	if err := t.Shutdown(fctx); err != nil {
-		logger.Warn("traces not flushed", slog.String("error", err.Error()))
 	}
 }
 

@@ -489,8 +489,6 @@ func TestReopen(t *testing.T) {
 	})
 }
 
-// TestRecordAttemptsBatch settles deliveries of several claims in one call,
-// siblings included, and skips the one that is no longer processing.
 // cancelAfterBatch runs everything on the real database, and cancels the
 // context of the call once its batch has run: the statements after it then
 // fail as they would when the caller gives up or the connection drops.
@@ -532,6 +530,9 @@ func TestRecordAttemptNamesAFailedExistenceCheck(t *testing.T) {
 	require.NotErrorIs(t, err, claim.ErrConflict)
 }
 
+// TestRecordAttemptsBatch settles deliveries of several claims in one call
+// (EndJobs, with no jobs to end), siblings included, and skips the one that
+// is no longer processing.
 func TestRecordAttemptsBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -547,12 +548,12 @@ func TestRecordAttemptsBatch(t *testing.T) {
 	tx, err := b.conn.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	recorded, err := newStore(t, tx).RecordAttempts(ctx, []claim.Attempt{
+	_, recorded, err := newStore(t, tx).EndJobs(ctx, []claim.Attempt{
 		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: true, Error: "HTTP 400 Bad Request"}},
 		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 		{Key: key("evt_b3", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
-	})
+	}, nil)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, true, false}, recorded)
 	require.NoError(t, tx.Commit(ctx))

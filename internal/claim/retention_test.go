@@ -366,8 +366,7 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 	require.Equal(t, n, deleted+len(reopened), "each claim went exactly one way")
 
 	*jobs += len(reopened)
-	var got int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&got))
+	got := len(testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Kind: claim.DeliveryKind}))
 	require.Equal(t, *jobs, got, "one job per reopen, none for a deleted claim")
 	for _, id := range ids {
 		exists, _, deliveries := b.stored(t, id)

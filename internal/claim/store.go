@@ -32,15 +32,15 @@ const (
 // skipped.
 type DeliveryStatus string
 
-// Delivery statuses, per the contract.
+// Delivery statuses, per the contract, that Go code of the store's
+// callers sets or tests. The contract's fifth, "waiting" (the route runs
+// after others, per after: in the config, that have not all completed; the
+// delivery has no job until the transaction that completes the last of
+// them releases it), is set and read only by the store's SQL.
 const (
 	DeliveryProcessing DeliveryStatus = "processing"
-	// DeliveryWaiting: the route runs after others (after: in the config)
-	// that have not all completed; the delivery has no job until the
-	// transaction that completes the last of them releases it.
-	DeliveryWaiting   DeliveryStatus = "waiting"
-	DeliveryCompleted DeliveryStatus = "completed"
-	DeliveryFailed    DeliveryStatus = "failed"
+	DeliveryCompleted  DeliveryStatus = "completed"
+	DeliveryFailed     DeliveryStatus = "failed"
 	// DeliverySkipped: another claim holds the route's business key for
 	// this event, so the delivery has no job and makes no downstream call.
 	DeliverySkipped DeliveryStatus = "skipped"

@@ -221,7 +221,7 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 	views := make([]routeView, len(states))
 	for i, st := range states {
 		rc := s.cfg.Routes[i]
-		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.Backlog(),
+		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.QueuedJobs(),
 			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events,
 			BreakerOn: rc.Breaker.On()}
 	}

@@ -21,12 +21,11 @@ import (
 // answer's headers, as the worker records them.
 func addFullAttempt(t *testing.T, e *env, k claim.EventKey, route string, n int) {
 	t.Helper()
-	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_attempts
-    (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response, request, response_headers, run_attempt, run_max)
-VALUES ($1, $2, $3, $4, now(), 17, 503, 'HTTP 503 Service Unavailable', '{"error":"busy","retry":true}',
-        '{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}',
-        '{"X-Request-Id":["req_downstream_77"]}', 2, 2)`, k.Provider, k.EventID, route, n)
-	require.NoError(t, err)
+	code := 503
+	testfactory.Attempt(t.Context(), t, e.db.Pool, claim.Key{Provider: k.Provider, EventID: k.EventID, Route: route}, &testfactory.AttemptOpts{
+		Attempt: n, StatusCode: &code, Error: "HTTP 503 Service Unavailable", Response: `{"error":"busy","retry":true}`,
+		Request:         `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}`,
+		ResponseHeaders: `{"X-Request-Id":["req_downstream_77"]}`, RunAttempt: 2, RunMax: 2})
 }
 
 // Each attempt in full is for operators: the API answers its request and

@@ -454,10 +454,11 @@ func TestHookgateAttemptNeverRepeats(t *testing.T) {
 	// runAs runs the job that is not yet finalized as River's fetch number attempt would.
 	runAs := func(attempt int) {
 		t.Helper()
-		var id int64
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = $1, attempted_at = now()
-WHERE kind = $2 AND finalized_at IS NULL RETURNING id`, attempt, claim.DeliveryKind).Scan(&id))
-		row, err := b.client.JobGet(ctx, id)
+		// A delivery's end deletes its job's row: the one left is the job not yet finalized.
+		ids := testfactory.SetJobs(ctx, t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: "evt_num", Route: "ship"}},
+			&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: attempt, AttemptedAt: testfactory.Now()})
+		require.Len(t, ids, 1)
+		row, err := b.client.JobGet(ctx, ids[0])
 		require.NoError(t, err)
 		job := &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: "stripe", EventID: "evt_num", Route: "ship"}}
 		require.NoError(t, w.Work(rivertest.WorkContext(ctx, b.client), job))

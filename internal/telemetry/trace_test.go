@@ -88,12 +88,14 @@ routes:
 	logger := slog.New(slog.DiscardHandler)
 	db := dbtest.NewDB(t)
 	jobMeta = func(eventID string) string {
-		var meta string
-		if err := db.Pool.QueryRow(context.Background(), `SELECT metadata::text FROM river_job WHERE args ->> 'event_id' = $1`,
-			eventID).Scan(&meta); err != nil {
+		jobs, err := testfactory.ListJobs(context.Background(), db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "sw", EventID: eventID}})
+		if err != nil {
 			return "reading the job: " + err.Error()
 		}
-		return meta
+		if len(jobs) != 1 {
+			return fmt.Sprintf("%d jobs of %s", len(jobs), eventID)
+		}
+		return string(jobs[0].Metadata)
 	}
 
 	// Ingest, as cmd/ingest wires it.
