@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -40,22 +39,6 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 	return out
 }
 
-func (s *Server) apiRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/claims", s.api(false, s.handleListClaims))
-	mux.HandleFunc("GET /api/v1/claims/{provider}/{event_id}", s.api(false, s.handleGetClaim))
-	mux.HandleFunc("POST /api/v1/claims/{provider}/{event_id}/retry", s.api(true, s.handleRetry))
-	mux.HandleFunc("POST /api/v1/retry", s.api(true, s.handleBulkRetry))
-	mux.HandleFunc("GET /api/v1/routes", s.api(false, s.handleRoutes))
-	mux.HandleFunc("POST /api/v1/routes/{name}/pause", s.api(true, s.handlePause(true)))
-	mux.HandleFunc("POST /api/v1/routes/{name}/resume", s.api(true, s.handlePause(false)))
-	mux.HandleFunc("POST /api/v1/routes/{name}/breaker/close", s.api(true, s.handleBreakerClose))
-	mux.HandleFunc("GET /api/v1/stats", s.api(false, s.handleStats))
-	mux.HandleFunc("GET /api/v1/audit", s.api(false, s.handleAudit))
-	mux.HandleFunc("/api/v1/", s.api(false, func(w http.ResponseWriter, _ *http.Request, _ principal) {
-		apiError(w, http.StatusNotFound, "no such endpoint")
-	}))
-}
-
 // api authenticates, and for act requires an operator, before h.
 func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -68,33 +51,16 @@ func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, princi
 	}
 }
 
-// fail answers err: 400, 404 or 409 with its message, 503 naming the
-// bound a read ran into (readTimedOut), else 500 without it (it is logged:
-// it may carry SQL or a connection's detail).
+// fail answers err as JSON, with the status and message statusOf maps it
+// to; a bulk retry whose dry run no longer holds also gets the new count.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if s.readTimedOut(w, r, err, func(status int, msg string) { apiError(w, status, msg) }) {
+	status, msg := s.statusOf(w, r, err)
+	var ch *operator.ChangedError
+	if errors.As(err, &ch) {
+		writeJSON(w, status, map[string]any{"error": msg, "matched": ch.Matched, "as_of": ch.AsOf})
 		return
 	}
-	var br *badRequest
-	var nf *operator.NotFoundError
-	var rf *operator.RefusedError
-	var iv *operator.InvalidError
-	var ch *operator.ChangedError
-	switch {
-	case errors.As(err, &ch):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": ch.Error(), "matched": ch.Matched, "as_of": ch.AsOf})
-	case errors.As(err, &br):
-		apiError(w, http.StatusBadRequest, br.msg)
-	case errors.As(err, &iv):
-		apiError(w, http.StatusBadRequest, iv.Msg)
-	case errors.As(err, &nf):
-		apiError(w, http.StatusNotFound, nf.Msg)
-	case errors.As(err, &rf):
-		apiError(w, http.StatusConflict, rf.Msg)
-	default:
-		s.logger.Error("console: request failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
-		apiError(w, http.StatusInternalServerError, "internal error; see the worker's log")
-	}
+	apiError(w, status, msg)
 }
 
 func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ principal) {

@@ -187,16 +187,6 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Handler serves /api/v1/ and /console/; mount it at both. Refusing
-// cross-origin state changes is the caller's (the listener's mux wraps
-// every route in net/http.CrossOriginProtection).
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	s.apiRoutes(mux)
-	s.pageRoutes(mux)
-	return mux
-}
-
 // writeJSON answers v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

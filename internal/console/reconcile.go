@@ -32,13 +32,6 @@ const actionReconcile = "reconcile"
 // maxReconcileSince bounds ?since=: Stripe keeps events 30 days.
 const maxReconcileSince = 30 * 24 * time.Hour
 
-// reconcileRoutes registers the reconciliation's API and page.
-func (s *Server) reconcileRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /api/v1/providers/{name}/reconcile", s.api(true, s.handleReconcile))
-	mux.HandleFunc("GET /api/v1/reconcile/runs", s.api(false, s.handleReconcileRuns))
-	mux.HandleFunc("GET /console/reconcile", s.page(false, s.handleReconcilePage))
-}
-
 // handleReconcile runs one reconciliation of the provider now, audited,
 // and answers the run: its error, when it failed, names the provider's
 // answer and never the key. ?dry_run=true counts and changes nothing;
