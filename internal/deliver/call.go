@@ -57,7 +57,7 @@ func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 	}
 	defer resp.Body.Close()
 	var o callResult
-	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode) == delivered {
+	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode).delivers() {
 		o = w.answer(ctx, r.Route, d, resp)
 	} else {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))

@@ -325,7 +325,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	}
 
 	switch {
-	case o.verdict == delivered, o.verdict == rejected:
+	case o.verdict.delivers(), o.verdict.permanent():
 		return w.ends.finish(ctx, job, log, d, o, !o.unsent)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return w.ends.interrupted(ctx, log, d, o)
