@@ -113,7 +113,9 @@ func classifyError(err error, timeout time.Duration) callResult {
 }
 
 // describe names a transport failure for an operator without quoting the
-// URL (url.Error would), headers, or anything the downstream sent.
+// URL (url.Error would), headers, or anything the downstream sent: an
+// answer Go could not parse gets a fixed reason (malformedAnswer), and any
+// other error's text is cut at its first quote.
 func describe(err error, timeout time.Duration) string {
 	var (
 		dnsErr  *net.DNSError
@@ -154,11 +156,14 @@ func describe(err error, timeout time.Duration) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed by the downstream before a response"
 	}
+	if reason, ok := malformedAnswer(err); ok {
+		return reason
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err // url.Error's text repeats the method and the full URL
 	}
-	return "connection error: " + sanitize.Line(err.Error())
+	return "connection error: " + sanitize.Line(unquoted(err.Error()))
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
