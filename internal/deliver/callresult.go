@@ -60,6 +60,10 @@ type callResult struct {
 	// answer came.
 	request         *claim.SentRequest
 	responseHeaders map[string][]string
+	// answered is when the answer (or the transport's error) came in, as
+	// soon as the client returned it: the breaker counts answers in that
+	// order. Zero when no request was sent.
+	answered time.Time
 }
 
 // responseBytes bounds the part of an answer's body kept in the attempt
