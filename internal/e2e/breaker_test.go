@@ -237,7 +237,7 @@ func TestBreakerAlternatingNeverOpens(t *testing.T) {
 	// Answers alternate in the order the workers get them: one at a time,
 	// a moment apart, so that no two arrive at once (two answers that do
 	// have no order a worker could see).
-	const gap = 100 * time.Millisecond
+	const gap = 50 * time.Millisecond
 	var mu sync.Mutex
 	answers := 0
 	var last time.Time
