@@ -53,9 +53,9 @@ func TestBreakerNextAnswerOrder(t *testing.T) {
 		require.Equal(t, claim.BreakerClosed, o.State, "%v", order)
 		require.Equal(t, 1, o.Failures, "%v: only the failure after the delivery 7 counts", order)
 	}
-	o, action := b.Next(claim.BreakerFailed, at(6), breakerSettings, now)
+	o, _ := b.Next(claim.BreakerFailed, at(6), breakerSettings, now)
 	o, _ = o.Next(claim.BreakerFailed, at(7), breakerSettings, now)
-	o, action = o.Next(claim.BreakerFailed, at(8), breakerSettings, now)
+	o, action := o.Next(claim.BreakerFailed, at(8), breakerSettings, now)
 	require.Equal(t, claim.ActionBreakerOpen, action, "three failures in answer order open it")
 	require.Equal(t, claim.BreakerOpen, o.State)
 }
