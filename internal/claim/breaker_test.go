@@ -23,7 +23,7 @@ func TestBreakerNext(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	closed := claim.Breaker{State: claim.BreakerClosed}
 	step := func(b claim.Breaker, ev claim.BreakerEvent) (claim.Breaker, string) {
-		return b.Next(ev, breakerSettings, now)
+		return b.Next(ev, now, breakerSettings, now)
 	}
 
 	b, action := step(closed, claim.BreakerFailed)
@@ -94,7 +94,9 @@ func TestBreakerInPostgres(t *testing.T) {
 	ch, err := store.BreakerApply(ctx, "r", claim.BreakerFailed, set, nil)
 	require.NoError(t, err)
 	require.Empty(t, ch.Action)
-	require.NoError(t, store.BreakerReset(ctx, "r"))
+	changed, err := store.BreakerDelivered(ctx, "r", time.Now(), time.Minute)
+	require.NoError(t, err)
+	require.True(t, changed)
 	bs, err = store.Breakers(ctx, []string{"r"})
 	require.NoError(t, err)
 	require.Zero(t, bs["r"].Failures, "a delivery resets the count")

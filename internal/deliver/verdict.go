@@ -1,6 +1,55 @@
 package deliver
 
-import "slices"
+import (
+	"net/http"
+	"slices"
+)
+
+// verdict is what one attempt's answer means for its delivery.
+type verdict int
+
+const (
+	// delivered: a 2xx; the delivery is completed.
+	delivered verdict = iota + 1
+	// retryable: worth another attempt (408, 409, 425, 429, 5xx, a 4xx in
+	// the route's retry_statuses, timeout, connection error) while attempts
+	// remain.
+	retryable
+	// rejected: no attempt will do better (any other 4xx, a redirect); the
+	// delivery fails at once.
+	rejected
+)
+
+func (v verdict) String() string {
+	switch v {
+	case delivered:
+		return "delivered"
+	case retryable:
+		return "retryable"
+	case rejected:
+		return "rejected"
+	}
+	return "unknown"
+}
+
+// classifyStatus maps a downstream HTTP status to a verdict, per the contract.
+func classifyStatus(code int) verdict {
+	switch {
+	case code >= 200 && code <= 299:
+		return delivered
+	case code == http.StatusRequestTimeout, code == http.StatusConflict,
+		code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return retryable
+	case code >= 300 && code <= 499:
+		// 3xx: redirects are not followed (the route's URL is the contract
+		// with the downstream, and a redirect could leak the payload
+		// elsewhere); other 4xx: the request itself is refused.
+		return rejected
+	default:
+		// 5xx, and anything outside the standard ranges.
+		return retryable
+	}
+}
 
 // notSatisfied is the reason of a 2xx answer the route's success program
 // did not accept. It quotes nothing of the answer.
