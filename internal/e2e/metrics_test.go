@@ -55,6 +55,17 @@ func TestDeployedQueriesNameExposedMetrics(t *testing.T) {
 		{name: "ship", events: []string{"order.paid"}},
 		{name: "ledger", events: []string{"*"}, businessKey: []string{"json:data.id"}},
 	})
+	// Reconciliation's metrics exist for the providers that reconcile: the
+	// GitHub provider does, against an API that is not there (its runs
+	// fail, which is counted too).
+	cfg, err := os.ReadFile(s.cfgPath)
+	require.NoError(t, err)
+	githubLine := "    secrets_env: [E2E_GITHUB_SECRET]\n"
+	require.Contains(t, string(cfg), githubLine)
+	cfg = []byte(strings.Replace(string(cfg), githubLine, githubLine+
+		"    reconcile: {token_env: E2E_GITHUB_TOKEN, hook: repos/acme/shop/hooks/1, every: 1h, api_base: 'http://127.0.0.1:1'}\n", 1))
+	require.NoError(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+	s.env = append(s.env, "E2E_GITHUB_TOKEN=ghp_e2e_metrics_token_0123456789")
 	ingest, worker := s.ingest(), s.worker()
 	atStart := exposed(t, ingest, worker)
 	for name, in := range named {
