@@ -142,6 +142,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	}
 	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
 		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
+		deliver.NewHeldCollector(store.RouteHeld, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(claim.OldestDueDelivery(client), dbCheckTimeout, logger))
 
 	// The UI's background services live until the ops server is closed.

@@ -154,3 +154,81 @@ FROM route_rates WHERE route = ANY($1)`, routes)
 	}
 	return out, nil
 }
+
+// RouteHeld counts each of routes' held deliveries: those whose jobs are
+// snoozed on the route's queue, by its open circuit, its rate or a
+// Retry-After (riverTables.JobCountSnoozedByQueue). A route with none is
+// left out.
+func (s *Store) RouteHeld(ctx context.Context, routes []string) (map[string]int, error) {
+	byQueue := make(map[string]string, len(routes))
+	queues := make([]string, len(routes))
+	for i, r := range routes {
+		queues[i] = Queue(r)
+		byQueue[queues[i]] = r
+	}
+	out := make(map[string]int, len(routes))
+	if err := s.river().JobCountSnoozedByQueue(ctx, queues, func(queue string, n int) { out[byQueue[queue]] = n }); err != nil {
+		return nil, fmt.Errorf("counting the routes' held deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// RateInfo is a paced route's rate as `GET /api/v1/routes` and `worker
+// routes list` show it.
+type RateInfo struct {
+	Limit int    `json:"limit"`
+	Per   string `json:"per"` // a Go duration: "1s"
+	Burst int    `json:"burst"`
+	// HeldUntil is the end of a downstream's Retry-After hold; nil when
+	// none is in force.
+	HeldUntil *time.Time `json:"held_until"`
+}
+
+// Hold is why and until when a delivery is held back, as its claim's page
+// says it.
+type Hold struct {
+	// Cause is "circuit" (its route's circuit is open), "retry_after" (a
+	// downstream's Retry-After holds the route) or "rate" (the route's
+	// rate).
+	Cause string
+	// Until is when the delivery is tried again.
+	Until time.Time
+}
+
+// Holds returns, by route, why each processing delivery of the claim
+// whose job is snoozed waits (see Hold); paced says which routes have a
+// rate. A snoozed delivery of a route neither open, held nor paced (its
+// circuit closed a moment ago) is left out.
+func (s *Store) Holds(ctx context.Context, provider, eventID string, paced func(route string) bool) (map[string]Hold, error) {
+	snoozed := map[string]time.Time{}
+	if err := s.river().DeliveryListSnoozed(ctx, provider, eventID, func(route string, until time.Time) { snoozed[route] = until }); err != nil {
+		return nil, fmt.Errorf("reading the held deliveries of %s/%s: %w", provider, eventID, err)
+	}
+	if len(snoozed) == 0 {
+		return nil, nil
+	}
+	routes := make([]string, 0, len(snoozed))
+	for r := range snoozed {
+		routes = append(routes, r)
+	}
+	breakers, err := s.Breakers(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
+	rates, err := s.Rates(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Hold, len(snoozed))
+	for r, until := range snoozed {
+		switch {
+		case breakers[r].State != BreakerClosed:
+			out[r] = Hold{Cause: "circuit", Until: until}
+		case rates[r].HeldUntil != nil:
+			out[r] = Hold{Cause: "retry_after", Until: *rates[r].HeldUntil}
+		case paced(r):
+			out[r] = Hold{Cause: "rate", Until: until}
+		}
+	}
+	return out, nil
+}

@@ -29,7 +29,8 @@ const callSlots = 4
 // route's concurrency of calls at once.
 //
 // A paced route's queue has fewer slots: about as many jobs as its rate
-// lets through in rateWait (at least 2), so that a worker does not fetch
+// lets through in rateWait and a second more (the time River's fetch
+// takes to bring the next ones), plus one; so that a worker does not fetch
 // far more than it can send before its jobs would have to be snoozed.
 // A job that stays unfetched keeps its place in River's order (priority,
 // scheduled_at, id), where a snoozed one would go behind it.
@@ -39,7 +40,7 @@ func Queues(cfg *config.Config) map[string]river.QueueConfig {
 	for _, r := range cfg.Routes {
 		slots := min(callSlots*r.Concurrency, river.QueueNumWorkersMax)
 		if r.Rate != nil {
-			slots = min(slots, max(2, rateSlots(*r.Rate, rateWait(cfg))))
+			slots = min(slots, rateSlots(*r.Rate, rateWait(cfg)+time.Second)+1)
 		}
 		queues[claim.Queue(r.Name)] = river.QueueConfig{MaxWorkers: slots}
 	}

@@ -19,7 +19,7 @@ func TestQueues(t *testing.T) {
 			{Name: "mail", Concurrency: 100},
 			{Name: "odd--name", Concurrency: 7},
 			{Name: "wide", Concurrency: config.MaxConcurrency},
-			// 5/s for rateWait (1.25s here): 6.25, rounded up.
+			// 5/s for rateWait (1.25s here) and a second: 11.25, rounded up, and one.
 			{Name: "paced", Concurrency: 100, Rate: &config.Rate{Limit: 5, Per: config.Duration(time.Second)}},
 			{Name: "slow", Concurrency: 100, Rate: &config.Rate{Limit: 1, Per: config.Duration(time.Minute)}},
 			{Name: "fast", Concurrency: 3, Rate: &config.Rate{Limit: 1000, Per: config.Duration(time.Second)}},
@@ -31,7 +31,7 @@ func TestQueues(t *testing.T) {
 		"route-mail":       {MaxWorkers: 400},
 		"routeh-2fc180d43ffa7eaafb3d202b79b2f7fa": {MaxWorkers: 28},
 		"route-wide":  {MaxWorkers: river.QueueNumWorkersMax},
-		"route-paced": {MaxWorkers: 7},
+		"route-paced": {MaxWorkers: 13},
 		"route-slow":  {MaxWorkers: 2},
 		"route-fast":  {MaxWorkers: 12},
 	}, Queues(cfg))
