@@ -158,7 +158,9 @@ type outcomeWorker struct {
 func (w outcomeWorker) Work(context.Context, *river.Job[DeliveryArgs]) error { return w.err }
 
 // NextRetry puts a failed run's next a minute away, as a route's backoff.
-func (outcomeWorker) NextRetry(*river.Job[DeliveryArgs]) time.Time { return time.Now().Add(time.Minute) }
+func (outcomeWorker) NextRetry(*river.Job[DeliveryArgs]) time.Time {
+	return time.Now().Add(time.Minute)
+}
 
 // TestRiverSnoozeConformance pins what the held count reads: River puts a
 // job its Work snoozes (river.JobSnooze, with a delay) in state scheduled
