@@ -39,7 +39,11 @@ type rateStore interface {
 // statement (claim.Store.RateTake), as many tokens as there are jobs in
 // line, up to the route's lease: so a busy route writes its row once per
 // lease, not once per request, and tokens are spent as soon as they are
-// taken. A worker that dies holding tokens loses at most one lease.
+// taken. A worker that dies holding tokens loses at most one lease. A
+// token not spent within half an interval (per/limit) lapses, so that a
+// request leaves within that of the take that counted it: the bound the
+// bucket keeps over any window of per (limit + burst) is the workers'
+// sending, up to that and the variation of the network's latency.
 type rates struct {
 	store   rateStore
 	paced   map[string]*pace // routes with a rate
@@ -67,7 +71,7 @@ type pace struct {
 
 	// Guarded by turn.
 	tokens   int       // taken and not yet spent
-	tokensAt time.Time // when they were taken: they lapse after one interval
+	tokensAt time.Time // when they were taken: they lapse after half an interval
 
 	// nextAt is when the route's next token is free, as last heard (Unix
 	// nanoseconds of this worker's clock); written by the head of the line,
@@ -123,9 +127,13 @@ func (r *rates) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	select {
 	case p.turn <- struct{}{}:
 	case <-t.C:
-		// Its turn is not near: back to the queue until about when it is.
+		// Its turn is not near: back to the queue until about when it is,
+		// but no later than a few waits from now, so that a line that
+		// empties faster than it expected (its jobs held by the circuit,
+		// say) does not leave the route idle.
 		ahead = max(ahead-(p.served.Load()-served), 0)
-		return r.snooze(route, p.expected(r.now())+time.Duration(ahead)*p.set.Interval(), r.now().Sub(start))
+		later := min(time.Duration(ahead)*p.set.Interval(), 4*r.wait)
+		return r.snooze(route, p.expected(r.now())+later, r.now().Sub(start))
 	case <-ctx.Done():
 		return river.JobSnooze(0)
 	}
@@ -144,7 +152,7 @@ func (r *rates) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 func (r *rates) token(ctx context.Context, p *pace, route string, start time.Time, deadline *time.Timer) error {
 	for {
 		now := r.now()
-		if p.tokens > 0 && now.Sub(p.tokensAt) < p.set.Interval() {
+		if p.tokens > 0 && now.Sub(p.tokensAt) < p.set.Interval()/2 {
 			p.tokens--
 			return nil
 		}

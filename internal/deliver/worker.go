@@ -279,10 +279,6 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 		return err
 	}
 	defer w.breakers.release(ctx, gate)
-	if err := w.rates.admit(ctx, job); err != nil { // see rates
-		w.metrics.countRun(k.Route, runHeld)
-		return err
-	}
 
 	d, err := w.loads.load(ctx, k)
 	if errors.Is(err, claim.ErrNotFound) {
@@ -309,6 +305,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
+	// Last, the route's rate, so that a request leaves as soon as its
+	// token is taken (see rates).
+	if err := w.rates.admit(ctx, job); err != nil {
+		w.metrics.countRun(k.Route, runHeld)
+		return err
+	}
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
 	o := w.callers.run(func() callResult { return w.call(ctx, rt, d, attempt) })
