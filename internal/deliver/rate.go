@@ -40,10 +40,10 @@ type rateStore interface {
 // line, up to the route's lease: so a busy route writes its row once per
 // lease, not once per request, and tokens are spent as soon as they are
 // taken. A worker that dies holding tokens loses at most one lease. A
-// token not spent within half an interval (per/limit) lapses, so that a
-// request leaves within that of the take that counted it: the bound the
-// bucket keeps over any window of per (limit + burst) is the workers'
-// sending, up to that and the variation of the network's latency.
+// token not spent within tokenLife lapses, so that a request leaves within
+// that of the take that counted it: the bound the bucket keeps over any
+// window of per (limit + burst) is the workers' sending, up to that and
+// the variation of the network's latency.
 type rates struct {
 	store   rateStore
 	paced   map[string]*pace // routes with a rate
@@ -71,7 +71,7 @@ type pace struct {
 
 	// Guarded by turn.
 	tokens   int       // taken and not yet spent
-	tokensAt time.Time // when they were taken: they lapse after half an interval
+	tokensAt time.Time // when they were taken: they lapse after tokenLife
 
 	// nextAt is when the route's next token is free, as last heard (Unix
 	// nanoseconds of this worker's clock); written by the head of the line,
@@ -84,6 +84,15 @@ type pace struct {
 // + 1, the bucket. A worker killed holding a lease loses at most that many
 // of the route's requests.
 func rateLease(r config.Rate) int { return max(1, min(r.Limit/10, r.Burst+1)) }
+
+// tokenLife is how long a token taken and not yet spent stays good: half
+// an interval (per/limit), but at least 5ms, the time the jobs in line it
+// was taken for need to pass the head of the line on a busy machine. A
+// token older than that lapses, so that a request leaves within that of
+// the take that counted it.
+func tokenLife(set claim.RateSettings) time.Duration {
+	return max(set.Interval()/2, 5*time.Millisecond)
+}
 
 // rateWait is the longest a job waits in line for its route's rate before
 // it is snoozed: half of callWait (1.25s by default), so that the call
@@ -152,7 +161,7 @@ func (r *rates) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 func (r *rates) token(ctx context.Context, p *pace, route string, start time.Time, deadline *time.Timer) error {
 	for {
 		now := r.now()
-		if p.tokens > 0 && now.Sub(p.tokensAt) < p.set.Interval()/2 {
+		if p.tokens > 0 && now.Sub(p.tokensAt) < tokenLife(p.set) {
 			p.tokens--
 			return nil
 		}
