@@ -113,23 +113,24 @@ func TestRatePacesThreeWorkers(t *testing.T) {
 	t.Logf("30 requests in %s; busiest second %d", span, most)
 }
 
-// TestRateRetryAfterHoldsEveryReplica: the paced route's first request is
-// answered 429 with Retry-After: 2 on one worker; a second worker started
-// during the hold sends nothing until it ends, nor does the first: no
-// request reaches the route for the two seconds (less what was already in
-// flight, and the hold's own write), though both workers hold jobs. The
-// 429'd delivery's attempt counted (it is sent again as attempt 2); every
-// other delivery is sent once, as attempt 1.
+// TestRateRetryAfterHoldsEveryReplica: two workers share a paced route's
+// backlog; its sixth request is answered 429 with Retry-After: 2 on one of
+// them. Neither sends anything until the hold ends: no request reaches the
+// route for the two seconds (less what was already in flight, and the
+// hold's own write), though both workers hold jobs. The 429'd delivery's
+// attempt counted (it is sent again as attempt 2); every other delivery is
+// sent once, as attempt 1.
 func TestRateRetryAfterHoldsEveryReplica(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []route{pacedRoute("{limit: 10, per: 1s}", "")})
 	var n atomic.Int32
 	var mu sync.Mutex
 	var at429 time.Time
+	var key429 string
 	s.down.set("paced", func(c *call, _ int, w http.ResponseWriter) int {
-		if n.Add(1) == 1 {
+		if n.Add(1) == 6 {
 			mu.Lock()
-			at429 = c.at
+			at429, key429 = c.at, c.key
 			mu.Unlock()
 			w.Header().Set("Retry-After", "2")
 			return http.StatusTooManyRequests
@@ -137,26 +138,26 @@ func TestRateRetryAfterHoldsEveryReplica(t *testing.T) {
 		return http.StatusOK
 	})
 	ingest := s.ingest()
-	ids := s.sendPaced(ingest, 20)
-	a := s.worker()
-	require.Eventually(t, func() bool { return n.Load() >= 1 }, settle, 10*time.Millisecond)
-	b := s.worker()
+	a, b := s.worker(), s.worker()
+	ids := s.sendPaced(ingest, 30)
 
 	for _, id := range ids {
 		s.waitStatus(id, claim.Completed, time.Minute)
 	}
 	calls := s.down.callsTo("paced")
-	first := calls[0]
-	require.Equal(t, []string{"1", "2"}, s.down.attempts(first.key), "the 429'd attempt counts")
+	mu.Lock()
+	k429 := key429
+	mu.Unlock()
+	require.Equal(t, []string{"1", "2"}, s.down.attempts(k429), "the 429'd attempt counts")
 	for _, id := range ids {
-		if k := key(id, "paced"); k != first.key {
+		if k := key(id, "paced"); k != k429 {
 			require.Equal(t, []string{"1"}, s.down.attempts(k), id)
 		}
 	}
 	mu.Lock()
 	from, until := at429.Add(250*time.Millisecond), at429.Add(1900*time.Millisecond)
 	mu.Unlock()
-	for _, c := range calls[1:] {
+	for _, c := range calls {
 		require.False(t, c.at.After(from) && c.at.Before(until), "a request %s after the 429", c.at.Sub(at429))
 	}
 	for _, p := range []*proc{a, b} {
@@ -247,4 +248,49 @@ func TestRateWithBreaker(t *testing.T) {
 	most, at := busiestWindow(s.down.callsTo("paced"), time.Second)
 	require.LessOrEqual(t, most, 2, "requests in the second from %s, probes included", at.Format(time.StampMilli))
 	require.Equal(t, claim.BreakerClosed, s.breakerOf("paced").State)
+}
+
+// TestRetryAfterHoldsAnUnpacedRoute: a Retry-After holds a route without a
+// rate too, on both workers: each reads the holds at most a second old,
+// so from a second after the 429 until the hold ends, no request reaches
+// the route; then every delivery is sent, the held ones as attempt 1.
+func TestRetryAfterHoldsAnUnpacedRoute(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []route{{name: "paced", events: []string{"order.paid"}, concurrency: 1}})
+	var n atomic.Int32
+	var mu sync.Mutex
+	var at429 time.Time
+	s.down.set("paced", func(c *call, _ int, w http.ResponseWriter) int {
+		if n.Add(1) == 3 {
+			mu.Lock()
+			at429 = c.at
+			mu.Unlock()
+			w.Header().Set("Retry-After", "3")
+			return http.StatusTooManyRequests
+		}
+		return http.StatusOK
+	})
+	ingest := s.ingest()
+	a, b := s.worker(), s.worker()
+	ids := s.sendPaced(ingest, 12)
+	for _, id := range ids {
+		s.waitStatus(id, claim.Completed, time.Minute)
+	}
+	mu.Lock()
+	from, until := at429.Add(1200*time.Millisecond), at429.Add(2900*time.Millisecond)
+	mu.Unlock()
+	var held string
+	for _, c := range s.down.callsTo("paced") {
+		require.False(t, c.at.After(from) && c.at.Before(until), "a request %s after the 429", c.at.Sub(at429))
+		if c.at.After(at429) && c.attempt == "2" {
+			held = c.key
+		}
+	}
+	for _, id := range ids {
+		if k := key(id, "paced"); k != held {
+			require.Equal(t, []string{"1"}, s.down.attempts(k), id)
+		}
+	}
+	require.Greater(t, metric(t, a, "hookgate_deliveries_total", `outcome="held",route="paced"`)+
+		metric(t, b, "hookgate_deliveries_total", `outcome="held",route="paced"`), 0.0)
 }
