@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -67,6 +68,8 @@ type routeView struct {
 	// BreakerOn is whether the route has a circuit breaker (breaker: off
 	// turns it off).
 	BreakerOn bool `json:"breaker_on"`
+	// Rate is the route's rate; null when it is not paced.
+	Rate *claim.RateInfo `json:"rate"`
 }
 
 // routesListCommand is `worker routes list`.
@@ -107,21 +110,45 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		r := db.cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.QueuedJobs(),
 			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
+		if r.Rate != nil {
+			views[i].Rate = &claim.RateInfo{Limit: r.Rate.Limit, Per: r.Rate.Per.D().String(), Burst: r.Rate.Burst, HeldUntil: st.HeldUntil}
+		}
 	}
 	if asJSON {
 		return writeJSONLines(env.Stdout, views)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tSTATE\tBREAKER\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
+	fmt.Fprintln(tw, "ROUTE\tSTATE\tBREAKER\tRATE\tCONCURRENCY\tPROCESSING\tWAITING\tFAILED\tBACKLOG\tHELD\tRETRYING\tRUNNING\tQUEUE\tRETRY_STATUSES")
 	for i, v := range views {
 		state := "active"
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, db.cfg.Routes[i].Breaker.On()), v.Concurrency,
-			v.Processing, v.Waiting, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, db.cfg.Routes[i].Breaker.On()),
+			rateCell(v.Rate), v.Concurrency, v.Processing, v.Waiting, v.Failed, v.Backlog, heldCell(v.Held, v.HeldUntil), v.Retryable, v.Running, v.Queue,
+			statusList(v.RetryStatuses))
 	}
 	return tw.Flush()
+}
+
+// rateCell is a route's rate in the table: "5/1s+5", or "-".
+func rateCell(r *claim.RateInfo) string {
+	if r == nil {
+		return "-"
+	}
+	if r.Burst > 0 {
+		return fmt.Sprintf("%d/%s+%d", r.Limit, r.Per, r.Burst)
+	}
+	return fmt.Sprintf("%d/%s", r.Limit, r.Per)
+}
+
+// heldCell is a route's held deliveries in the table, with the end of a
+// Retry-After hold: "12 until 2026-12-05T04:00:00Z".
+func heldCell(n int, until *time.Time) string {
+	if until == nil {
+		return strconv.Itoa(n)
+	}
+	return strconv.Itoa(n) + " until " + stamp(until)
 }
 
 // routesPauseCommand is `worker routes pause` (pause true) and `worker

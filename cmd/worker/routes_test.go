@@ -40,8 +40,8 @@ func TestRoutesCommands(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(routes("list")), "\n")
 	require.Len(t, lines, 2, lines)
-	require.Regexp(t, `^ROUTE\s+STATE\s+BREAKER\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
-	require.Regexp(t, `^ship\s+active\s+closed\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+route-ship\s+-$`, lines[1])
+	require.Regexp(t, `^ROUTE\s+STATE\s+BREAKER\s+RATE\s+CONCURRENCY\s+PROCESSING\s+WAITING\s+FAILED\s+BACKLOG\s+HELD\s+RETRYING\s+RUNNING\s+QUEUE\s+RETRY_STATUSES$`, lines[0])
+	require.Regexp(t, `^ship\s+active\s+closed\s+-\s+4\s+2\s+1\s+0\s+2\s+0\s+0\s+0\s+route-ship\s+-$`, lines[1])
 
 	// The config file may be named before the subcommand, too.
 	noConfigEnv := getenv(map[string]string{"DATABASE_URL": db.URL})
@@ -57,7 +57,7 @@ func TestRoutesCommands(t *testing.T) {
 
 	require.Equal(t, "paused route ship (queue route-ship): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 		routes("pause", "ship"))
-	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+closed\s+4\s+2\s+1\s+0\s+2\s`, routes("list"))
+	require.Regexp(t, `(?m)^ship\s+paused since \S+\s+closed\s+-\s+4\s+2\s+1\s+0\s+2\s`, routes("list"))
 	var v struct {
 		Route       string `json:"route"`
 		Queue       string `json:"queue"`

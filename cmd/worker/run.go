@@ -154,6 +154,7 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	}
 	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
 		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
+		deliver.NewHeldCollector(store.RouteHeld, routes, dbCheckTimeout, logger),
 		deliver.NewQueueCollector(claim.OldestDueDelivery(client), dbCheckTimeout, logger))
 
 	// The console's and the API's reads go through a pool of their own

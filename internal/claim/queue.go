@@ -130,6 +130,13 @@ type RouteState struct {
 	// Breaker is the route's circuit breaker, which holds apart from a
 	// pause: a paused route stays paused whatever it says.
 	Breaker Breaker `json:"breaker"`
+	// Held counts the route's deliveries held back, with no attempt spent,
+	// by its open circuit, its rate or a downstream's Retry-After: their
+	// jobs are snoozed (RouteHeld). They are not in the backlog.
+	Held int `json:"held"`
+	// HeldUntil is the end of a downstream's Retry-After hold of the whole
+	// route; nil when none is in force.
+	HeldUntil *time.Time `json:"held_until"`
 }
 
 // QueuedJobs counts the route's jobs waiting to run: available now, or at
@@ -183,8 +190,17 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 	if err != nil {
 		return nil, err
 	}
+	held, err := s.RouteHeld(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
+	rates, err := s.Rates(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
 	for i := range states {
 		states[i].Breaker = breakers[states[i].Route]
+		states[i].Held, states[i].HeldUntil = held[states[i].Route], rates[states[i].Route].HeldUntil
 		// A queue not found: no worker has run it yet, and it was never paused.
 		pausedAt, _, err := s.river().QueueGetPausedAt(ctx, q, states[i].Queue)
 		if err != nil {

@@ -259,6 +259,64 @@ func (r riverTables) JobCountByRoute(ctx context.Context, routes []string, fn fu
 	return err
 }
 
+// snoozedJobsSQL counts the delivery jobs River holds snoozed on each of
+// the queues $1: a snooze (river.JobSnooze) with a delay puts a job in
+// state scheduled and gives its attempt back, where a retry waiting out its
+// backoff is retryable. Hookgate inserts no job scheduled for later, so on
+// a route's queue these are the jobs its breaker, rate or a Retry-After
+// holds (TestRiverSnoozeConformance). River's fetch index leads with the
+// state.
+const snoozedJobsSQL = `
+SELECT queue, count(*) FROM river_job
+WHERE state = 'scheduled' AND queue = ANY($1) AND kind = '` + DeliveryKind + `'
+GROUP BY queue`
+
+// JobCountSnoozedByQueue calls fn with each of queues' count of snoozed
+// delivery jobs (snoozedJobsSQL); a queue with none is left out.
+func (r riverTables) JobCountSnoozedByQueue(ctx context.Context, queues []string, fn func(queue string, snoozed int)) error {
+	rows, err := r.db.Query(ctx, snoozedJobsSQL, queues)
+	if err != nil {
+		return err
+	}
+	var queue string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&queue, &n}, func() error {
+		fn(queue, n)
+		return nil
+	})
+	return err
+}
+
+// snoozedDeliveriesSQL gives, for each processing delivery of claim ($1,
+// $2) whose latest job is snoozed (see snoozedJobsSQL), the time River will
+// let it run again.
+const snoozedDeliveriesSQL = `
+SELECT d.route, j.scheduled_at
+FROM webhook_deliveries d
+CROSS JOIN LATERAL (
+    SELECT state, scheduled_at FROM river_job j
+    WHERE j.kind = '` + DeliveryKind + `'
+      AND j.args @> jsonb_build_object('provider', d.provider, 'event_id', d.event_id, 'route', d.route)
+    ORDER BY j.id DESC LIMIT 1) j
+WHERE d.provider = $1 AND d.event_id = $2 AND d.status = 'processing' AND j.state = 'scheduled'`
+
+// DeliveryListSnoozed calls fn with the route and the time its job runs
+// again of each processing delivery of a claim whose job is snoozed
+// (snoozedDeliveriesSQL).
+func (r riverTables) DeliveryListSnoozed(ctx context.Context, provider, eventID string, fn func(route string, until time.Time)) error {
+	rows, err := r.db.Query(ctx, snoozedDeliveriesSQL, provider, eventID)
+	if err != nil {
+		return err
+	}
+	var route string
+	var until time.Time
+	_, err = pgx.ForEachRow(rows, []any{&route, &until}, func() error {
+		fn(route, until)
+		return nil
+	})
+	return err
+}
+
 // JobWakeSnoozed makes the delivery jobs of queue that are snoozed
 // (scheduled for later, or available but not before a later time) available
 // now, as River's JobRetry does one job at a time, and returns how many.

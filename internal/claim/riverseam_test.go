@@ -1,7 +1,9 @@
 package claim
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -145,4 +147,48 @@ WHERE provider = 'stripe' AND event_id = 'evt_stranded_fan' AND route = $1`, rou
 	keys, err = s.river().DeliveryListStranded(ctx, 10*time.Minute, 100)
 	require.NoError(t, err)
 	require.Equal(t, []Key{{Provider: "stripe", EventID: "evt_stranded_fan", Route: "ledger"}}, keys)
+}
+
+// outcomeWorker is a delivery worker whose Work returns err.
+type outcomeWorker struct {
+	river.WorkerDefaults[DeliveryArgs]
+	err error
+}
+
+func (w outcomeWorker) Work(context.Context, *river.Job[DeliveryArgs]) error { return w.err }
+
+// NextRetry puts a failed run's next a minute away, as a route's backoff.
+func (outcomeWorker) NextRetry(*river.Job[DeliveryArgs]) time.Time {
+	return time.Now().Add(time.Minute)
+}
+
+// TestRiverSnoozeConformance pins what the held count reads: River puts a
+// job its Work snoozes (river.JobSnooze, with a delay) in state scheduled
+// with its attempt given back, and a job that failed with attempts left in
+// retryable. JobCountSnoozedByQueue counts the first by its queue, never
+// the second, nor a job of another queue.
+func TestRiverSnoozeConformance(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tx := dbtest.Tx(t)
+	config := &river.Config{TestOnly: true}
+	opts := &river.InsertOpts{Queue: Queue("ship"), MaxAttempts: 5}
+	run := func(err, want error, args DeliveryArgs, opts *river.InsertOpts) *rivertype.JobRow {
+		w := rivertest.NewWorker(t, riverpgxv5.New(nil), config, river.Worker[DeliveryArgs](outcomeWorker{err: err}))
+		res, werr := w.Work(ctx, t, tx, args, opts)
+		require.Equal(t, want, werr)
+		require.NotNil(t, res)
+		return res.Job
+	}
+	failure := errors.New("HTTP 503")
+	snoozed := run(river.JobSnooze(time.Minute), nil, DeliveryArgs{Provider: "stripe", EventID: "evt_held", Route: "ship"}, opts)
+	require.Equal(t, rivertype.JobStateScheduled, snoozed.State)
+	require.Zero(t, snoozed.Attempt, "a snooze gives the attempt back")
+	failed := run(failure, failure, DeliveryArgs{Provider: "stripe", EventID: "evt_retry", Route: "ship"}, opts)
+	require.Equal(t, rivertype.JobStateRetryable, failed.State)
+	run(river.JobSnooze(time.Minute), nil, DeliveryArgs{Provider: "stripe", EventID: "evt_other", Route: "mail"}, &river.InsertOpts{Queue: Queue("mail")})
+
+	got := map[string]int{}
+	require.NoError(t, riverTables{db: tx}.JobCountSnoozedByQueue(ctx, []string{Queue("ship"), Queue("idle")}, func(q string, n int) { got[q] = n }))
+	require.Equal(t, map[string]int{Queue("ship"): 1}, got)
 }

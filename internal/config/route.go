@@ -71,6 +71,9 @@ type Route struct {
 	Success string `yaml:"success"`
 	// Breaker is the route's circuit breaker; on by default (see Breaker).
 	Breaker Breaker `yaml:"breaker"`
+	// Rate optionally paces the route across every worker (see Rate);
+	// nil: not paced.
+	Rate *Rate `yaml:"rate"`
 	// After optionally names routes of the same provider that must complete
 	// before this one runs: its delivery waits, with no job, until the
 	// deliveries of all of them for the same event have completed. The

@@ -121,6 +121,7 @@ func (c *Config) validateRoute(v *validator, key string, r Route, providers, rou
 	}
 	v.retryStatuses(key+".retry_statuses", r.RetryStatuses)
 	v.breaker(key+".breaker", r.Breaker)
+	v.rate(key+".rate", r.Rate)
 	if r.SigningSecretEnv != "" && !envRE.MatchString(r.SigningSecretEnv) {
 		v.add(key+".signing_secret_env", "%q is not an environment variable name", r.SigningSecretEnv)
 	}

@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/operator"
 )
 
@@ -172,6 +174,16 @@ type routeView struct {
 	// BreakerOn is whether the route has a circuit breaker (breaker: off
 	// turns it off).
 	BreakerOn bool `json:"breaker_on"`
+	// Rate is the route's rate; null when it is not paced.
+	Rate *claim.RateInfo `json:"rate"`
+}
+
+// rateInfo is rc's rate as shown, with its Retry-After hold.
+func rateInfo(rc *config.Rate, heldUntil *time.Time) *claim.RateInfo {
+	if rc == nil {
+		return nil
+	}
+	return &claim.RateInfo{Limit: rc.Limit, Per: rc.Per.D().String(), Burst: rc.Burst, HeldUntil: heldUntil}
 }
 
 // BreakerOpen reports whether the route's circuit is open or half-open.
@@ -189,7 +201,7 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 		rc := s.cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.QueuedJobs(),
 			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events,
-			BreakerOn: rc.Breaker.On()}
+			BreakerOn: rc.Breaker.On(), Rate: rateInfo(rc.Rate, st.HeldUntil)}
 	}
 	return views, nil
 }

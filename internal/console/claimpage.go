@@ -22,6 +22,9 @@ type claimPage struct {
 	Runs map[string]string
 	// Timeline is the claim's attempt history, by route and attempt.
 	Timeline []timelineRow
+	// Held says, by route, why a delivery held back waits and until when
+	// ("held by the route's rate until …").
+	Held map[string]string
 }
 
 // timelineRow is one attempt as the claim page shows it.
@@ -114,6 +117,10 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 	}
 	d.Timeline = timeline(d.Claim.Deliveries, attempts, p.Operator())
 	d.Runs = runsOf(d.Claim.Deliveries, attempts)
+	if d.Held, err = s.heldOf(r, provider, eventID); err != nil {
+		s.pageError(w, r, &p, err, "/console/claims")
+		return
+	}
 	if p.Operator() {
 		body, encoding, err := s.store.Payload(r.Context(), provider, eventID)
 		if err != nil {
@@ -127,6 +134,35 @@ func (s *Server) handleClaimPage(w http.ResponseWriter, r *http.Request, p princ
 		flash = "Retry queued: " + operator.Plural(n, "delivery", "deliveries") + " reopened."
 	}
 	s.render(w, http.StatusOK, "claim", pageData{Title: "Claim " + cut(provider+"/"+eventID, 80), User: &p, Flash: flash, Data: d})
+}
+
+// heldOf says why each delivery of the claim held back waits.
+func (s *Server) heldOf(r *http.Request, provider, eventID string) (map[string]string, error) {
+	paced := func(route string) bool {
+		for _, rc := range s.cfg.Routes {
+			if rc.Name == route {
+				return rc.Rate != nil
+			}
+		}
+		return false
+	}
+	holds, err := s.store.Holds(r.Context(), provider, eventID, paced)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(holds))
+	for route, h := range holds {
+		at := h.Until.UTC().Format("2006-01-02 15:04:05 UTC")
+		switch h.Cause {
+		case "circuit":
+			out[route] = "held by an open circuit until " + at
+		case "retry_after":
+			out[route] = "held by the downstream's Retry-After until " + at
+		default:
+			out[route] = "held by the route's rate until " + at
+		}
+	}
+	return out, nil
 }
 
 type confirmPage struct{ Provider, EventID string }

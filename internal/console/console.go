@@ -78,6 +78,7 @@ type claimReader interface {
 	StatusCounts(ctx context.Context, since time.Time) (map[claim.Status]int, error)
 	RouteActivity(ctx context.Context, since time.Time, step time.Duration, n int) ([]claim.Activity, error)
 	Stats(ctx context.Context, window time.Duration) (claim.Stats, error)
+	Holds(ctx context.Context, provider, eventID string, paced func(route string) bool) (map[string]claim.Hold, error)
 }
 
 // auditLog is what the console writes and reads of the audit (sign-ins,

@@ -25,8 +25,8 @@ const (
 	// runSkipped: the job ended without a call because its delivery was
 	// no longer processing or no longer exists.
 	runSkipped runResult = "skipped"
-	// runHeld: the route's circuit is open; the job waits, with no call
-	// and no attempt spent.
+	// runHeld: the route's circuit is open, or its rate or a Retry-After
+	// holds it; the job waits, with no call and no attempt spent.
 	runHeld runResult = "held"
 )
 
@@ -40,6 +40,7 @@ type Metrics struct {
 	attemptDuration   *prometheus.HistogramVec
 	claimToCompletion prometheus.Histogram
 	endBatch          prometheus.Histogram
+	rateWait          *prometheus.HistogramVec
 }
 
 // NewMetrics registers the delivery metrics with reg and creates the series
@@ -48,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hookgate", Name: "deliveries_total",
-			Help: "Delivery job runs by route and outcome: completed, retry, failed, skipped or held (by the route's open circuit).",
+			Help: "Delivery job runs by route and outcome: completed, retry, failed, skipped or held (by the route's open circuit, rate or Retry-After).",
 		}, []string{"route", "outcome"}),
 		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "hookgate", Name: "attempt_duration_seconds",
@@ -65,8 +66,9 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 			Help:    "Delivery jobs ended (outcome recorded, job completed) per transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		rateWait: newRateWait(),
 	}
-	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion, m.endBatch)
+	reg.MustRegister(m.deliveries, m.attemptDuration, m.claimToCompletion, m.endBatch, m.rateWait)
 	m.zero(routes)
 	return m
 }
@@ -78,6 +80,7 @@ func NewMetrics(reg prometheus.Registerer, routes []string) *Metrics {
 func (m *Metrics) zero(routes []string) {
 	for _, r := range routes {
 		m.attemptDuration.WithLabelValues(r)
+		m.rateWait.WithLabelValues(r)
 		for _, res := range runResults {
 			m.deliveries.WithLabelValues(r, string(res))
 		}

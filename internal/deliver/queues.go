@@ -1,6 +1,8 @@
 package deliver
 
 import (
+	"time"
+
 	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -25,11 +27,27 @@ const callSlots = 4
 //
 // Both bounds are per worker process: N workers run up to N times a
 // route's concurrency of calls at once.
+//
+// A paced route's queue has fewer slots: about as many jobs as its rate
+// lets through in rateWait and a second more (the time River's fetch
+// takes to bring the next ones), plus one; so that a worker does not fetch
+// far more than it can send before its jobs would have to be snoozed.
+// A job that stays unfetched keeps its place in River's order (priority,
+// scheduled_at, id), where a snoozed one would go behind it.
 func Queues(cfg *config.Config) map[string]river.QueueConfig {
 	queues := make(map[string]river.QueueConfig, len(cfg.Routes)+1)
 	queues[river.QueueDefault] = river.QueueConfig{MaxWorkers: cfg.Worker.Concurrency}
 	for _, r := range cfg.Routes {
-		queues[claim.Queue(r.Name)] = river.QueueConfig{MaxWorkers: min(callSlots*r.Concurrency, river.QueueNumWorkersMax)}
+		slots := min(callSlots*r.Concurrency, river.QueueNumWorkersMax)
+		if r.Rate != nil {
+			slots = min(slots, rateSlots(*r.Rate, rateWait(cfg)+time.Second)+1)
+		}
+		queues[claim.Queue(r.Name)] = river.QueueConfig{MaxWorkers: slots}
 	}
 	return queues
+}
+
+// rateSlots is how many requests rate lets through in d, rounded up.
+func rateSlots(rate config.Rate, d time.Duration) int {
+	return int((int64(rate.Limit)*int64(d) + int64(rate.Per) - 1) / int64(rate.Per))
 }

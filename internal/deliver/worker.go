@@ -136,6 +136,9 @@ type Worker struct {
 
 	// breakers holds jobs back from routes whose circuit is open.
 	breakers *breakers
+	// rates holds jobs back from routes paced by their rate or held by a
+	// downstream's Retry-After.
+	rates *rates
 }
 
 // callWait bounds how long a job waits for one of its route's call tokens
@@ -174,6 +177,7 @@ func NewWorker(o Options) (*Worker, error) {
 		return nil, err
 	}
 	w.breakers = newBreakers(o.DB, o.Config, routes, w.logger, recordTimeout(o.Config))
+	w.rates = newRates(o.DB, o.Config, routes, w.logger, o.Metrics, recordTimeout(o.Config))
 	return w, nil
 }
 
@@ -305,6 +309,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 			reason: "the event's payload was cleared by retention before it was delivered"}, false)
 	}
 
+	// Last, the route's rate, so that a request leaves as soon as its
+	// token is taken (see rates).
+	if err := w.rates.admit(ctx, job); err != nil {
+		w.metrics.countRun(k.Route, runHeld)
+		return err
+	}
 	attempt := d.AttemptBase + job.Attempt
 	start := time.Now()
 	o := w.callers.run(func() callResult { return w.call(ctx, rt, d, attempt) })
@@ -313,6 +323,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	// delivery on a route with no failure counted writes nothing here.
 	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled) // says nothing of the route
 	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted, cmp.Or(o.answered, time.Now()))
+	w.rates.record(ctx, k.Route, o)
 	release()
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
