@@ -184,7 +184,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 		return nil, err
 	}
 	for i := range states {
-		states[i].Breaker = breakers[states[i].Route]
+		states[i].Breaker = breakers[states[i].Route].Story()
 		// A queue not found: no worker has run it yet, and it was never paused.
 		pausedAt, _, err := s.river().QueueGetPausedAt(ctx, q, states[i].Queue)
 		if err != nil {
