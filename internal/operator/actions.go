@@ -251,6 +251,9 @@ func describe(f claim.Search) map[string]string {
 	if !f.Before.IsZero() {
 		m["before"] = f.Before.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 	}
+	if !f.ChangedSince.IsZero() {
+		m["changed_since"] = f.ChangedSince.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+	}
 	return m
 }
 
