@@ -25,8 +25,9 @@ import (
 )
 
 // screenshotDirEnv names a directory the second browser test saves the
-// README's screenshots to: the overview, a claim with its attempts open,
-// and the bulk retry's confirmation.
+// README's screenshots to: the second round's, the overview and a claim
+// with its attempts open; the third round's, the routes page with an open
+// circuit and the bulk retry's confirmation with its examples.
 const screenshotDirEnv = "HOOKGATE_CONSOLE_SCREENSHOT_DIR"
 
 // secondRoundConsole is the console of `make run` (one operator, whose
@@ -217,7 +218,6 @@ func TestConsoleSecondRoundInBrowser(t *testing.T) {
 	n, err := store.CountClaims(t.Context(), claim.Search{Status: claim.Failed})
 	require.NoError(t, err)
 	require.Equal(t, failedBefore, n, "the count changed nothing")
-	shot("console-bulk-retry.png")
 	healthy.Store(true)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css("#confirm")),

@@ -229,8 +229,11 @@ ON CONFLICT (route) DO UPDATE SET state = 'open', failures = 10, cool_down_ms = 
 	require.Contains(t, text("tr.route .route-breaker"), "open, probe at")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(css("#close-breaker-ship")),
-		chromedp.WaitNotPresent(css("#close-breaker-ship")),
-	), "closing the circuit by hand")
+		chromedp.WaitVisible(css("#breaker-story")),
+		chromedp.Click(css("#confirm")),
+		chromedp.WaitVisible(css("#flash")),
+	), "closing the circuit by hand, confirmed")
+	require.Equal(t, "Circuit of route ship closed; 0 held deliveries released.", text("#flash"))
 	require.Equal(t, "closed", text("tr.route .route-breaker"))
 
 	require.NoError(t, chromedp.Do(ctx,

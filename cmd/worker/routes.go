@@ -128,7 +128,15 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 			rateCell(v.Rate), v.Concurrency, v.Processing, v.Waiting, v.Failed, v.Backlog, heldCell(v.Held, v.HeldUntil), v.Retryable, v.Running, v.Queue,
 			statusList(v.RetryStatuses))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for i, v := range views {
+		if story := breakerStory(v.Breaker); story != "" && db.cfg.Routes[i].Breaker.On() {
+			fmt.Fprintf(env.Stdout, "circuit of route %s: %s\n", v.Route, story)
+		}
+	}
+	return nil
 }
 
 // rateCell is a route's rate in the table: "5/1s+5", or "-".
@@ -211,6 +219,28 @@ func statusList(codes []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// breakerStory is what a route's breaker tells under the table: an open
+// circuit's opening, failures, last failure and next probe; a closed one's
+// failures counted so far; "" for a closed circuit that counts none.
+func breakerStory(b claim.Breaker) string {
+	var parts []string
+	switch {
+	case b.OpenedAt != nil:
+		parts = append(parts, fmt.Sprintf("%s since %s after %d consecutive failures", b.State, stamp(b.OpenedAt), b.Failures))
+	case b.Failures > 0:
+		parts = append(parts, fmt.Sprintf("%s, %d consecutive failures", b.State, b.Failures))
+	default:
+		return ""
+	}
+	if b.LastFailure != nil {
+		parts = append(parts, "last failure: "+*b.LastFailure)
+	}
+	if b.NextProbeAt != nil {
+		parts = append(parts, "next probe at "+stamp(b.NextProbeAt))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // breakerCell is a route's breaker as the table shows it: off, closed

@@ -33,7 +33,7 @@ func (c *routesCloseBreakerCommand) Run(ctx context.Context, args []string) erro
 		return err
 	}
 	defer db.pool.Close()
-	was, err := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg)).CloseBreaker(operator.CLI(ctx), name)
+	was, released, err := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg)).CloseBreaker(operator.CLI(ctx), name)
 	if err != nil {
 		return err
 	}
@@ -41,6 +41,7 @@ func (c *routesCloseBreakerCommand) Run(ctx context.Context, args []string) erro
 		fmt.Fprintf(env.Stdout, "the circuit of route %s was closed already\n", name)
 		return nil
 	}
-	fmt.Fprintf(env.Stdout, "closed the circuit of route %s: workers send its waiting deliveries again\n", name)
+	fmt.Fprintf(env.Stdout, "closed the circuit of route %s: %s released; workers send its waiting deliveries again\n", name,
+		operator.Plural(released, "held delivery", "held deliveries"))
 	return nil
 }

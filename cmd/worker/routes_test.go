@@ -86,11 +86,23 @@ func TestRoutesCommands(t *testing.T) {
 	require.Regexp(t, `(?m)^ship\s+active\s`, routes("list"))
 
 	// Closing the circuit by hand: open, it closes; closed, nothing changes.
-	_, err = store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: time.Hour,
-		MaxCoolDown: time.Hour}, nil)
+	_, err = store.BreakerAnswer(t.Context(), "ship", claim.BreakerFailed, time.Now(), "HTTP 503 Service Unavailable",
+		claim.BreakerSettings{Failures: 1, CoolDown: time.Hour, MaxCoolDown: time.Hour})
 	require.NoError(t, err)
-	require.Regexp(t, `(?m)^ship\s+active\s+open \(probe at \S+\)\s`, routes("list"))
-	require.Equal(t, "closed the circuit of route ship: workers send its waiting deliveries again\n", routes("close-breaker", "ship"))
+	list := routes("list")
+	require.Regexp(t, `(?m)^ship\s+active\s+open \(probe at \S+\)\s`, list)
+	require.Regexp(t, `(?m)^circuit of route ship: open since \S+Z after 1 consecutive failures; last failure: HTTP 503 Service Unavailable; next probe at \S+Z$`, list)
+	var story struct {
+		Breaker struct {
+			OpenedAt    *time.Time `json:"opened_at"`
+			LastFailure string     `json:"last_failure"`
+		} `json:"breaker"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(routes("list", "--json")), &story))
+	require.NotNil(t, story.Breaker.OpenedAt)
+	require.Equal(t, "HTTP 503 Service Unavailable", story.Breaker.LastFailure)
+	require.Equal(t, "closed the circuit of route ship: 0 held deliveries released; workers send its waiting deliveries again\n", routes("close-breaker", "ship"))
+	require.NotContains(t, routes("list"), "circuit of route")
 	require.Regexp(t, `(?m)^ship\s+active\s+closed\s`, routes("list"))
 	require.Equal(t, "the circuit of route ship was closed already\n", routes("close-breaker", "ship"))
 

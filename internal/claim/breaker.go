@@ -59,6 +59,23 @@ type Breaker struct {
 	FailedAt        []time.Time `json:"-"`
 	LastDeliveredAt *time.Time  `json:"-"`
 	LastFailedAt    *time.Time  `json:"-"`
+	// OpenedAt is when the circuit opened from closed: kept while it goes
+	// half-open and open again, nil once it closes. LastFailure is the class
+	// of the last failure the breaker counted (a status line, "HTTP 503
+	// Service Unavailable", or a fixed reason such as "timeout"), never text
+	// the downstream chose, so that viewers may read it; nil when the
+	// circuit is closed and counts no failure (see Story).
+	OpenedAt    *time.Time `json:"opened_at"`
+	LastFailure *string    `json:"last_failure"`
+}
+
+// Story is b as the routes' views tell it: a closed circuit that counts
+// no failure has no last failure to tell of.
+func (b Breaker) Story() Breaker {
+	if b.State == BreakerClosed && b.Failures == 0 || b.State == "" {
+		b.LastFailure = nil
+	}
+	return b
 }
 
 // BreakerSettings are a route's breaker settings (config.Breaker).
@@ -102,12 +119,15 @@ func (b Breaker) Next(ev BreakerEvent, answered time.Time, s BreakerSettings, no
 	n := b
 	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
 	open := func(cd time.Duration) (Breaker, string) {
+		if b.State == BreakerClosed || b.OpenedAt == nil {
+			n.OpenedAt = &now
+		}
 		n.State, n.Since, n.CoolDown, n.NextProbeAt, n.ProbeUntil = BreakerOpen, &now, cd, at(cd), nil
 		return n, ActionBreakerOpen
 	}
 	closed := func() (Breaker, string) {
 		n.State, n.Since, n.Failures, n.CoolDown, n.NextProbeAt, n.ProbeUntil = BreakerClosed, &now, 0, 0, nil, nil
-		n.FailedAt = nil
+		n.FailedAt, n.OpenedAt = nil, nil
 		return n, ActionBreakerClose
 	}
 	switch ev {
@@ -176,14 +196,14 @@ func latest(t *time.Time, u time.Time) *time.Time {
 
 // breakerColumns are a Breaker's stored columns, and the database's time.
 const breakerColumns = `state, since, failures, cool_down_ms, next_probe_at, probe_until, now(),
-    failed_at, last_delivered_at, last_failed_at`
+    failed_at, last_delivered_at, last_failed_at, opened_at, last_failure`
 
 func scanBreaker(row pgx.Row, before ...any) (Breaker, error) {
 	var b Breaker
 	var ms int64
 	var since time.Time
 	err := row.Scan(append(before, &b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now,
-		&b.FailedAt, &b.LastDeliveredAt, &b.LastFailedAt)...)
+		&b.FailedAt, &b.LastDeliveredAt, &b.LastFailedAt, &b.OpenedAt, &b.LastFailure)...)
 	b.Since, b.CoolDown = &since, time.Duration(ms)*time.Millisecond
 	return b, err
 }
@@ -219,6 +239,9 @@ type BreakerChange struct {
 	Breaker
 	// Action is the audit action written; "" when the state did not change.
 	Action string
+	// Released counts the route's held (snoozed) delivery jobs a change to
+	// closed made available.
+	Released int
 }
 
 // BreakerApply applies ev to route's breaker in one transaction: the row
@@ -230,12 +253,13 @@ type BreakerChange struct {
 // route's waiting (snoozed) delivery jobs available at once, so that they
 // flow without waiting out their snooze.
 func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
-	return s.breakerApply(ctx, route, ev, 0, set, detail)
+	return s.breakerApply(ctx, route, ev, 0, "", set, detail)
 }
 
 // breakerApply is BreakerApply for an answer that came in age before its
-// write is sent (0: now).
-func (s *Store) breakerApply(ctx context.Context, route string, ev BreakerEvent, age time.Duration, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
+// write is sent (0: now); failure is the class of a failed answer (""
+// when none), kept as the row's last failure when the breaker counts it.
+func (s *Store) breakerApply(ctx context.Context, route string, ev BreakerEvent, age time.Duration, failure string, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
 	if ev != BreakerClosedByHand {
 		ctx = breakerOwn(ctx)
 	}
@@ -252,15 +276,19 @@ func (s *Store) breakerApply(ctx context.Context, route string, ev BreakerEvent,
 			return err
 		}
 		n, action := b.Next(ev, b.Now.Add(-age), set, b.Now)
+		if failure != "" && (ev == BreakerFailed || ev == BreakerProbeFailed) && (n.Failures != b.Failures || action != "") {
+			n.LastFailure = &failure
+		}
 		ch = BreakerChange{Breaker: n, Action: action}
 		if n.Failures == b.Failures && action == "" && timesEqual(n.ProbeUntil, b.ProbeUntil) &&
 			timesEqual(n.LastDeliveredAt, b.LastDeliveredAt) && timesEqual(n.LastFailedAt, b.LastFailedAt) {
 			return nil
 		}
 		if _, err := tx.db.Exec(ctx, `UPDATE route_breakers SET state = $2, since = $3, failures = $4, cool_down_ms = $5,
-    next_probe_at = $6, probe_until = $7, failed_at = $8, last_delivered_at = $9, last_failed_at = $10 WHERE route = $1`,
+    next_probe_at = $6, probe_until = $7, failed_at = $8, last_delivered_at = $9, last_failed_at = $10,
+    opened_at = $11, last_failure = $12 WHERE route = $1`,
 			route, n.State, *n.Since, n.Failures, n.CoolDown.Milliseconds(), n.NextProbeAt, n.ProbeUntil,
-			nonNil(n.FailedAt), n.LastDeliveredAt, n.LastFailedAt); err != nil {
+			nonNil(n.FailedAt), n.LastDeliveredAt, n.LastFailedAt, n.OpenedAt, n.LastFailure); err != nil {
 			return err
 		}
 		if action == "" {
@@ -270,7 +298,7 @@ func (s *Store) breakerApply(ctx context.Context, route string, ev BreakerEvent,
 			return err
 		}
 		if n.State == BreakerClosed {
-			_, err = tx.river().JobWakeSnoozed(ctx, Queue(route))
+			ch.Released, err = tx.river().JobWakeSnoozed(ctx, Queue(route))
 		}
 		return err
 	})

@@ -18,11 +18,13 @@ const breakerLock = `pg_advisory_xact_lock(hashtext('route_breakers'), hashtext(
 
 // BreakerAnswer applies ev, the outcome of an attempt whose answer (or
 // error) came in at answered, by this process's clock, to route's breaker
-// (see BreakerApply; the breaker is the actor). The answer's time is
+// (see BreakerApply; the breaker is the actor); failure is the class of a
+// failed answer, kept as the breaker's last failure when it counts it (a
+// status line or a fixed reason, never the downstream's text). The answer's time is
 // taken as its age when the write is sent, off the database's clock, so
 // replicas whose clocks differ still order their answers right.
-func (s *Store) BreakerAnswer(ctx context.Context, route string, ev BreakerEvent, answered time.Time, set BreakerSettings) (BreakerChange, error) {
-	return s.breakerApply(ctx, route, ev, max(time.Since(answered), 0), set, nil)
+func (s *Store) BreakerAnswer(ctx context.Context, route string, ev BreakerEvent, answered time.Time, failure string, set BreakerSettings) (BreakerChange, error) {
+	return s.breakerApply(ctx, route, ev, max(time.Since(answered), 0), failure, set, nil)
 }
 
 // BreakerDelivered tells route's closed breaker of an attempt that

@@ -77,7 +77,7 @@ func TestBreakerAnswerOrderInPostgres(t *testing.T) {
 		return bs[route].Failures
 	}
 	fail := func(route string, d time.Duration) {
-		_, err := store.BreakerAnswer(ctx, route, claim.BreakerFailed, ago(d), set)
+		_, err := store.BreakerAnswer(ctx, route, claim.BreakerFailed, ago(d), "", set)
 		require.NoError(t, err)
 	}
 	deliver := func(route string, d time.Duration) bool {
@@ -107,7 +107,7 @@ func TestBreakerAnswerOrderInPostgres(t *testing.T) {
 	// A failure's write under way (its transaction open): a delivery
 	// answered after it waits for it, then drops it.
 	require.NoError(t, store.Transact(ctx, func(tx *claim.Store) error {
-		if _, err := tx.BreakerAnswer(ctx, "w", claim.BreakerFailed, ago(time.Second), set); err != nil {
+		if _, err := tx.BreakerAnswer(ctx, "w", claim.BreakerFailed, ago(time.Second), "", set); err != nil {
 			return err
 		}
 		done := make(chan error, 1)

@@ -199,7 +199,7 @@ func (s *Store) RouteStates(ctx context.Context, q Queues, routes []string) ([]R
 		return nil, err
 	}
 	for i := range states {
-		states[i].Breaker = breakers[states[i].Route]
+		states[i].Breaker = breakers[states[i].Route].Story()
 		states[i].Held, states[i].HeldUntil = held[states[i].Route], rates[states[i].Route].HeldUntil
 		// A queue not found: no worker has run it yet, and it was never paused.
 		pausedAt, _, err := s.river().QueueGetPausedAt(ctx, q, states[i].Queue)

@@ -42,6 +42,10 @@ type Search struct {
 	// is at or before it: a bulk retry's bound, the time of the dry run it
 	// was confirmed on, so that claims that failed since are left alone.
 	ChangedUpTo time.Time
+	// ChangedSince, when set, keeps claims whose last change (updated_at)
+	// is at or after it: what a bulk retry reopened, followed from the
+	// time of the dry run it was confirmed on.
+	ChangedSince time.Time
 	// After, when set, keeps only claims after it in the order (newest
 	// first): the position a previous page ended at.
 	After *Position
@@ -152,6 +156,9 @@ func searchWhere(f Search, params *[]any) []string {
 	}
 	if !f.ChangedUpTo.IsZero() {
 		where = append(where, "c.updated_at <= "+arg(f.ChangedUpTo))
+	}
+	if !f.ChangedSince.IsZero() {
+		where = append(where, "c.updated_at >= "+arg(f.ChangedSince))
 	}
 	if f.After != nil {
 		// The first condition bounds the index range; the row comparison

@@ -246,12 +246,12 @@ func (s *Server) handleBreakerClose(w http.ResponseWriter, r *http.Request, p pr
 		s.fail(w, r, err)
 		return
 	}
-	was, err := s.actions.CloseBreaker(r.Context(), name)
+	was, released, err := s.actions.CloseBreaker(r.Context(), name)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"route": name, "breaker": claim.BreakerClosed, "was_open": was})
+	writeJSON(w, http.StatusOK, map[string]any{"route": name, "breaker": claim.BreakerClosed, "was_open": was, "released": released})
 }
 
 // parseAudit reads an audit listing's limit and cursor.

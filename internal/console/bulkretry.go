@@ -20,18 +20,19 @@ import (
 // matched and as_of, together, are a dry run's answer, which the retry
 // then reopens no more than (see operator.Confirmed).
 type bulkBody struct {
-	Status      string `json:"status"`
-	Provider    string `json:"provider"`
-	Route       string `json:"route"`
-	Type        string `json:"type"`
-	EventID     string `json:"event_id"`
-	BusinessKey string `json:"business_key"`
-	Since       string `json:"since"`
-	Before      string `json:"before"`
-	Force       bool   `json:"force"`
-	DryRun      *bool  `json:"dry_run"`
-	Matched     *int   `json:"matched"`
-	AsOf        string `json:"as_of"`
+	Status       string `json:"status"`
+	Provider     string `json:"provider"`
+	Route        string `json:"route"`
+	Type         string `json:"type"`
+	EventID      string `json:"event_id"`
+	BusinessKey  string `json:"business_key"`
+	Since        string `json:"since"`
+	Before       string `json:"before"`
+	ChangedSince string `json:"changed_since"`
+	Force        bool   `json:"force"`
+	DryRun       *bool  `json:"dry_run"`
+	Matched      *int   `json:"matched"`
+	AsOf         string `json:"as_of"`
 }
 
 // confirmed is the dry run a bulk retry names: matched and as_of, both
@@ -52,7 +53,7 @@ func confirmed(matched *int, asOf string) (*operator.Confirmed, error) {
 
 func (b *bulkBody) get(key string) string {
 	return map[string]string{"status": b.Status, "provider": b.Provider, "route": b.Route, "type": b.Type,
-		"event_id": b.EventID, "business_key": b.BusinessKey, "since": b.Since, "before": b.Before}[key]
+		"event_id": b.EventID, "business_key": b.BusinessKey, "since": b.Since, "before": b.Before, "changed_since": b.ChangedSince}[key]
 }
 
 func (s *Server) handleBulkRetry(w http.ResponseWriter, r *http.Request, p principal) {
@@ -92,7 +93,15 @@ type bulkConfirm struct {
 	Back    string
 	// Note says why the confirmation is asked again; empty the first time.
 	Note string
+	// Examples are up to bulkExamples of the matching claims, newest
+	// first, and ByRoute counts them by the route they failed on.
+	Examples []claim.Record
+	ByRoute  []claim.RouteCount
 }
+
+// bulkExamples is how many of the matching claims a bulk retry's
+// confirmation lists.
+const bulkExamples = 10
 
 type filterField struct{ Name, Value string }
 
@@ -122,21 +131,37 @@ func (s *Server) handleBulkConfirmPage(w http.ResponseWriter, r *http.Request, p
 		s.pageError(w, r, &p, err, back)
 		return
 	}
-	s.renderBulkConfirm(w, http.StatusOK, p, f, res.Matched, *res.AsOf, back, "")
+	s.renderBulkConfirm(w, r, http.StatusOK, p, f, res.Matched, *res.AsOf, back, "")
 }
 
 // renderBulkConfirm renders the confirmation of a bulk retry of the claims
 // f matches, of which the dry run at asOf counted matched; the form
 // carries both, so that the retry reopens no more than it counted. note,
 // when set, says why the confirmation is asked again.
-func (s *Server) renderBulkConfirm(w http.ResponseWriter, status int, p principal, f claim.Search, matched int, asOf time.Time, back, note string) {
+func (s *Server) renderBulkConfirm(w http.ResponseWriter, r *http.Request, status int, p principal, f claim.Search, matched int, asOf time.Time, back, note string) {
 	d := bulkConfirm{Matched: matched, AsOf: asOf.UTC().Format(time.RFC3339Nano), Back: back, Note: note}
 	for _, k := range filterKeys {
 		if v := filterValues(f).Get(k); v != "" {
 			d.Filters = append(d.Filters, filterField{k, v})
 		}
 	}
+	if err := s.bulkExamplesOf(r, f, &d); err != nil {
+		s.pageError(w, r, &p, err, back)
+		return
+	}
 	s.render(w, status, "bulkconfirm", pageData{Title: "Confirm bulk retry", User: &p, Data: d})
+}
+
+// bulkExamplesOf fills d's examples and counts by route of the failed
+// claims f matches, as they stand now.
+func (s *Server) bulkExamplesOf(r *http.Request, f claim.Search, d *bulkConfirm) error {
+	f.Status, f.After, f.Newer, f.Limit = claim.Failed, nil, nil, bulkExamples
+	var err error
+	if d.Examples, err = s.store.SearchClaims(r.Context(), f); err != nil {
+		return err
+	}
+	d.ByRoute, err = s.store.CountFailedByRoute(r.Context(), f)
+	return err
 }
 
 // handleBulkRetryPage reopens the failed claims the confirmed filters
@@ -166,7 +191,7 @@ func (s *Server) handleBulkRetryPage(w http.ResponseWriter, r *http.Request, p p
 	res, err := s.actions.BulkRetry(r.Context(), f, r.PostForm.Get("force") == "true", false, c, nil)
 	var changed *operator.ChangedError
 	if errors.As(err, &changed) {
-		s.renderBulkConfirm(w, http.StatusConflict, p, f, changed.Matched, changed.AsOf, back,
+		s.renderBulkConfirm(w, r, http.StatusConflict, p, f, changed.Matched, changed.AsOf, back,
 			fmt.Sprintf("Nothing was reopened: the confirmation counted %s, and the filters match %d now.",
 				operator.Plural(changed.Confirmed, "failed claim", "failed claims"), changed.Matched))
 		return
@@ -178,7 +203,28 @@ func (s *Server) handleBulkRetryPage(w http.ResponseWriter, r *http.Request, p p
 	v := filterValues(f)
 	v.Set("bulk_matched", strconv.Itoa(res.Matched))
 	v.Set("bulk_reopened", strconv.Itoa(res.Reopened))
+	v.Set("bulk_as_of", c.AsOf.UTC().Format(time.RFC3339Nano))
 	http.Redirect(w, r, "/console/claims?"+v.Encode(), http.StatusSeeOther)
+}
+
+// bulkFollow is the link a finished bulk retry leaves on the list (q, the
+// list's query, with the retry's filters): the claims those filters match,
+// whatever their status, changed since the dry run the retry was
+// confirmed on (bulk_as_of, the database's time), which holds every claim
+// it reopened. "" when q names no finished retry, or its time is not one.
+func bulkFollow(q url.Values) string {
+	if bulkFlash(q) == "" {
+		return ""
+	}
+	at, err := time.Parse(time.RFC3339Nano, q.Get("bulk_as_of"))
+	if err != nil {
+		return ""
+	}
+	v := filterQuery(q)
+	v.Del("status")
+	v.Del("limit")
+	v.Set("changed_since", at.UTC().Format(time.RFC3339Nano))
+	return "/console/claims?" + v.Encode()
 }
 
 // bulkFlash is the note a finished bulk retry leaves on the list.

@@ -114,6 +114,9 @@ func filterValues(f claim.Search) url.Values {
 	if !f.Before.IsZero() {
 		v.Set("before", f.Before.UTC().Format(time.RFC3339Nano))
 	}
+	if !f.ChangedSince.IsZero() {
+		v.Set("changed_since", f.ChangedSince.UTC().Format(time.RFC3339Nano))
+	}
 	return v
 }
 
@@ -188,14 +191,20 @@ type claimsPage struct {
 	// BulkRetry is the bulk retry's link for these filters; "" where
 	// they do not allow one (a status other than failed).
 	BulkRetry string
-	Error     string
+	// NoneFailed says the filters could match failed claims but match
+	// none, so there is nothing to retry in bulk.
+	NoneFailed bool
+	// Follow is the link to what a bulk retry just reopened; "" when the
+	// list does not follow one.
+	Follow string
+	Error  string
 }
 
 func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p principal) {
 	q := r.URL.Query()
 	// An empty field of the filter form means no filter.
 	for k, vs := range q {
-		if len(vs) == 1 && vs[0] == "" || k == "bulk_matched" || k == "bulk_reopened" {
+		if len(vs) == 1 && vs[0] == "" || k == "bulk_matched" || k == "bulk_reopened" || k == "bulk_as_of" {
 			q.Del(k)
 		}
 	}
@@ -226,7 +235,34 @@ func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p prin
 	d.Claims = pg.claims
 	d.First, d.Prev, d.Next = pageLinks(q, pg)
 	if p.Operator() && (f.Status == "" || f.Status == claim.Failed) {
-		d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
+		if d.NoneFailed, err = s.noneFailed(r.Context(), f, d.Matched); err != nil {
+			s.pageError(w, r, &p, err, "")
+			return
+		}
+		if !d.NoneFailed {
+			d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
+		}
 	}
+	d.Follow = bulkFollow(r.URL.Query())
 	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
+}
+
+// noneFailed reports whether f, with any status or failed, matches no
+// failed claim (matched is the list's count of f's matches): then the
+// list offers no bulk retry. A count that takes too long offers it.
+func (s *Server) noneFailed(ctx context.Context, f claim.Search, matched string) (bool, error) {
+	if matched == "0" {
+		return true, nil
+	}
+	if f.Status == claim.Failed {
+		return false, nil
+	}
+	f.Status = claim.Failed
+	cctx, cancel := context.WithTimeout(ctx, s.countTime)
+	defer cancel()
+	n, err := s.store.CountClaimsUpTo(cctx, f, 1)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return false, nil
+	}
+	return err == nil && n == 0, err
 }

@@ -73,6 +73,7 @@ type claimReader interface {
 	Payload(ctx context.Context, provider, eventID string) (body []byte, contentEncoding string, err error)
 	SearchClaims(ctx context.Context, f claim.Search) ([]claim.Record, error)
 	CountClaimsUpTo(ctx context.Context, f claim.Search, bound int) (int, error)
+	CountFailedByRoute(ctx context.Context, f claim.Search) ([]claim.RouteCount, error)
 	DeliveriesOf(ctx context.Context, keys []claim.EventKey) (map[claim.EventKey][]claim.Delivery, error)
 	RouteStates(ctx context.Context, q claim.Queues, routes []string) ([]claim.RouteState, error)
 	StatusCounts(ctx context.Context, since time.Time) (map[claim.Status]int, error)

@@ -24,7 +24,9 @@ const (
 )
 
 // filterKeys are the claims list's filters, in the order a page shows them.
-var filterKeys = []string{"status", "provider", "route", "type", "event_id", "business_key", "since", "before"}
+// changed_since bounds updated_at (claim.Search.ChangedSince): the link
+// that follows what a bulk retry reopened sets it.
+var filterKeys = []string{"status", "provider", "route", "type", "event_id", "business_key", "since", "before", "changed_since"}
 
 // nameRE is a provider or route name, as the configuration allows them.
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -146,7 +148,7 @@ func parseFiltersAt(get func(string) string, now time.Time) (claim.Search, error
 	for _, t := range []struct {
 		key string
 		dst *time.Time
-	}{{"since", &f.Since}, {"before", &f.Before}} {
+	}{{"since", &f.Since}, {"before", &f.Before}, {"changed_since", &f.ChangedSince}} {
 		if v := get(t.key); v != "" {
 			at, err := parseWhen(v, now)
 			if err != nil {
@@ -167,7 +169,7 @@ func parseFiltersAt(get func(string) string, now time.Time) (claim.Search, error
 func parseList(q url.Values) (claim.Search, error) {
 	for k := range q {
 		switch k {
-		case "limit", "cursor", "status", "provider", "route", "type", "event_id", "business_key", "since", "before":
+		case "limit", "cursor", "status", "provider", "route", "type", "event_id", "business_key", "since", "before", "changed_since":
 		default:
 			return claim.Search{}, bad("unknown parameter %q: want %s, limit or cursor", cut(k, 64), strings.Join(filterKeys, ", "))
 		}

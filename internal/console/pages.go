@@ -16,7 +16,7 @@ import (
 var files embed.FS
 
 // pageNames are the console's page templates, each rendered in layout.html.
-var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm", "reconcile"}
+var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm", "breakerconfirm", "reconcile"}
 
 type pages struct{ t map[string]*template.Template }
 

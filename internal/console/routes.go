@@ -48,6 +48,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /console/routes/{name}/pause", s.page(true, s.handlePauseConfirmPage))
 	mux.HandleFunc("POST /console/routes/{name}/pause", s.page(true, s.handlePausePage(true)))
 	mux.HandleFunc("POST /console/routes/{name}/resume", s.page(true, s.handlePausePage(false)))
+	mux.HandleFunc("GET /console/routes/{name}/breaker/close", s.page(true, s.handleBreakerConfirmPage))
 	mux.HandleFunc("POST /console/routes/{name}/breaker/close", s.page(true, s.handleBreakerClosePage))
 	mux.HandleFunc("GET /console/audit", s.page(false, s.handleAuditPage))
 	mux.HandleFunc("GET /console/reconcile", s.page(false, s.handleReconcilePage))

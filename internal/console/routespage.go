@@ -10,7 +10,7 @@ func (s *Server) handleRoutesPage(w http.ResponseWriter, r *http.Request, p prin
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	s.render(w, http.StatusOK, "routes", pageData{Title: "Routes", User: &p, Data: views})
+	s.render(w, http.StatusOK, "routes", pageData{Title: "Routes", User: &p, Flash: breakerFlash(r.URL.Query(), s.actions.Routes), Data: views})
 }
 
 func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Request, principal) {
@@ -29,16 +29,4 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 		}
 		http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
 	}
-}
-
-func (s *Server) handleBreakerClosePage(w http.ResponseWriter, r *http.Request, p principal) {
-	name, err := pathRoute(r)
-	if err == nil {
-		_, err = s.actions.CloseBreaker(r.Context(), name)
-	}
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/routes")
-		return
-	}
-	http.Redirect(w, r, "/console/routes", http.StatusSeeOther)
 }

@@ -37,7 +37,7 @@ const minSnooze = 50 * time.Millisecond
 type breakerStore interface {
 	Breakers(ctx context.Context, routes []string) (map[string]claim.Breaker, error)
 	BreakerProbe(ctx context.Context, route string, lease time.Duration) (granted bool, b claim.Breaker, err error)
-	BreakerAnswer(ctx context.Context, route string, ev claim.BreakerEvent, answered time.Time, set claim.BreakerSettings) (claim.BreakerChange, error)
+	BreakerAnswer(ctx context.Context, route string, ev claim.BreakerEvent, answered time.Time, failure string, set claim.BreakerSettings) (claim.BreakerChange, error)
 	BreakerDelivered(ctx context.Context, route string, answered time.Time, remember time.Duration) (bool, error)
 	BreakerWake(ctx context.Context, route string) (int, error)
 }
@@ -151,11 +151,12 @@ func (b *breakers) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]
 func snoozeUntil(at, now time.Time) error { return river.JobSnooze(max(at.Sub(now), minSnooze)) }
 
 // record reports the verdict of g's call, whose answer came in at
-// answered, to the route's breaker; sent says whether a request went out.
+// answered, to the route's breaker; sent says whether a request went out,
+// and failure is the class of a call that did not deliver (failureClass).
 // It is called once per gate (later calls do nothing); a probe whose job
 // ends without a verdict is released by release, so that another job may
 // probe at once.
-func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool, answered time.Time) {
+func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool, answered time.Time, failure string) {
 	if g == nil || g.done {
 		return
 	}
@@ -178,7 +179,7 @@ func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool, an
 	default:
 		return
 	}
-	ch, err := b.store.BreakerAnswer(ctx, g.route, ev, answered, b.settings[g.route])
+	ch, err := b.store.BreakerAnswer(ctx, g.route, ev, answered, failure, b.settings[g.route])
 	if err != nil {
 		b.logger.Warn("could not record an attempt with the route's breaker", slog.String("route", g.route), slog.String("error", err.Error()))
 		return
@@ -187,7 +188,7 @@ func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool, an
 	switch ch.Action {
 	case claim.ActionBreakerOpen:
 		b.logger.Warn("circuit open: nothing is sent to the route until its probe", slog.String("route", g.route),
-			slog.Int("failures", ch.Failures), slog.Duration("cool_down", ch.CoolDown))
+			slog.Int("failures", ch.Failures), slog.String("last_failure", failure), slog.Duration("cool_down", ch.CoolDown))
 	case claim.ActionBreakerClose:
 		b.logger.Info("circuit closed: the probe delivered; waiting deliveries flow", slog.String("route", g.route))
 		b.wakeLater(g.route)
@@ -233,7 +234,7 @@ func (b *breakers) stop() {
 }
 
 // release frees the probe of a job that ends without a call.
-func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false, b.now()) }
+func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false, b.now(), "") }
 
 // delivered tells the route's breaker of a delivery answered at answered,
 // whatever this worker's copy says: a failure another replica (or another

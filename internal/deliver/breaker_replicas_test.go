@@ -45,10 +45,10 @@ func TestBreakersOfTwoReplicasFollowAnswerOrder(t *testing.T) {
 	}
 	delivering.cached(t.Context(), "ship") // its copy: closed, no failures
 	for range 4 {
-		failing.record(t.Context(), pass(failing), retryable, true, time.Now())
-		delivering.record(t.Context(), pass(delivering), delivered, true, time.Now())
+		failing.record(t.Context(), pass(failing), retryable, true, time.Now(), "")
+		delivering.record(t.Context(), pass(delivering), delivered, true, time.Now(), "")
 	}
-	failing.record(t.Context(), pass(failing), retryable, true, time.Now())
+	failing.record(t.Context(), pass(failing), retryable, true, time.Now(), "")
 	bs, err := claim.NewStore(db.Pool, nil, nil).Breakers(t.Context(), []string{"ship"})
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerClosed, bs["ship"].State, "never three consecutive failures")

@@ -3,6 +3,8 @@ package deliver
 import (
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // verdict is what one attempt's answer means for its delivery.
@@ -98,3 +100,46 @@ func (v verdict) permanent() bool { return v == rejected }
 // route's circuit breaker: exactly the attempts that did not deliver and
 // would be retried.
 func (v verdict) breakerFailure() bool { return v.retries() }
+
+// failureClasses map the fixed beginnings of the reasons describe and
+// malformedAnswer give a request that got no answer to the class the
+// route's breaker keeps as its last failure. The first match wins; a
+// reason none matches is "connection error".
+var failureClasses = []struct{ prefix, class string }{
+	{"timeout after ", "timeout"},
+	{"connection refused", "connection refused"},
+	{"connection reset", "connection reset"},
+	{"connection closed", "connection closed"},
+	{"host unreachable", "host unreachable"},
+	{"DNS lookup failed", "DNS lookup failed"},
+	{"TLS ", "TLS failed"},
+	{malformedPrefix, "malformed response"},
+}
+
+// failureClass is the class of an attempt that did not deliver, as the
+// route's breaker keeps it for viewers: the status line of an answer
+// ("HTTP 503 Service Unavailable", Go's text for the code, never the
+// downstream's), notSatisfied for a 2xx the success program refused, or a
+// fixed name of a transport failure ("timeout", "connection refused",
+// "malformed response"). Never text the downstream chose, not even a host
+// name. "" when the attempt delivered.
+func failureClass(status int, reason string) string {
+	switch {
+	case reason == "":
+		return ""
+	case reason == notSatisfied:
+		return notSatisfied
+	case status != 0:
+		line := "HTTP " + strconv.Itoa(status)
+		if text := http.StatusText(status); text != "" {
+			line += " " + text
+		}
+		return line
+	}
+	for _, c := range failureClasses {
+		if strings.HasPrefix(reason, c.prefix) {
+			return c.class
+		}
+	}
+	return "connection error"
+}

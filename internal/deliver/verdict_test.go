@@ -47,3 +47,35 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureClass pins the classes a route's breaker keeps as its last
+// failure: a status line of Go's own, or a fixed name; never the
+// downstream's text, nor a host name.
+func TestFailureClass(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		status int
+		reason string
+		want   string
+	}{
+		{"Delivered", 200, "", ""},
+		{"ServerError", 503, "HTTP 503 Service Unavailable", "HTTP 503 Service Unavailable"},
+		{"StatusLineOfOurOwn", 502, "anything the downstream said", "HTTP 502 Bad Gateway"},
+		{"UnknownStatus", 599, "HTTP 599", "HTTP 599"},
+		{"NotSatisfied", 200, notSatisfied, notSatisfied},
+		{"Timeout", 0, "timeout after 5s", "timeout"},
+		{"Refused", 0, "connection refused", "connection refused"},
+		{"Reset", 0, "connection reset by peer", "connection reset"},
+		{"Closed", 0, "connection closed by the downstream before a response", "connection closed"},
+		{"DNS", 0, "DNS lookup failed: host secret-host.internal not found", "DNS lookup failed"},
+		{"TLS", 0, "TLS certificate not accepted: not valid for the URL's host", "TLS failed"},
+		{"Malformed", 0, malformedPrefix + "bad header", "malformed response"},
+		{"Other", 0, "connection error: read tcp 10.0.0.1: weird", "connection error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, failureClass(tt.status, tt.reason))
+		})
+	}
+}

@@ -322,7 +322,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	// next call of this process sees the circuit a failure opened. A
 	// delivery on a route with no failure counted writes nothing here.
 	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled) // says nothing of the route
-	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted, cmp.Or(o.answered, time.Now()))
+	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted, cmp.Or(o.answered, time.Now()), failureClass(o.status, o.reason))
 	w.rates.record(ctx, k.Route, o)
 	release()
 	d.Payload = nil // not needed to record the outcome

@@ -251,6 +251,9 @@ func describe(f claim.Search) map[string]string {
 	if !f.Before.IsZero() {
 		m["before"] = f.Before.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 	}
+	if !f.ChangedSince.IsZero() {
+		m["changed_since"] = f.ChangedSince.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+	}
 	return m
 }
 
@@ -300,29 +303,30 @@ func (a *Actions) ResumeRoute(ctx context.Context, name string) (wasPaused bool,
 // every worker (its state is in Postgres), and makes the route's waiting
 // deliveries available at once. It is audited in the same
 // transaction, also when the circuit was already closed; it reports
-// whether it was open or half-open.
-func (a *Actions) CloseBreaker(ctx context.Context, name string) (wasOpen bool, err error) {
+// whether it was open or half-open, and how many held deliveries the close
+// made available at once (released).
+func (a *Actions) CloseBreaker(ctx context.Context, name string) (wasOpen bool, released int, err error) {
 	if err := a.checkRoute(name); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	err = a.Store.Transact(ctx, func(tx *claim.Store) error {
 		ch, err := tx.BreakerApply(ctx, name, claim.BreakerClosedByHand, claim.BreakerSettings{}, map[string]any{"was_open": true})
 		if err != nil {
 			return err
 		}
-		if wasOpen = ch.Action != ""; wasOpen {
+		if wasOpen, released = ch.Action != "", ch.Released; wasOpen {
 			return nil
 		}
 		return tx.Audit(ctx, claim.AuditEntry{Action: claim.ActionBreakerClose, Target: name, Detail: map[string]any{"was_open": false}})
 	})
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if a.Logger != nil {
 		a.Logger.Info("audit", slog.String("actor", claim.ActorOf(ctx)), slog.String("origin", claim.OriginOf(ctx)), slog.String("action", claim.ActionBreakerClose),
-			slog.String("target", name), slog.Bool("was_open", wasOpen))
+			slog.String("target", name), slog.Bool("was_open", wasOpen), slog.Int("released", released))
 	}
-	return wasOpen, nil
+	return wasOpen, released, nil
 }
 
 // Plural is n and the word for it: "1 delivery", "2 deliveries".
