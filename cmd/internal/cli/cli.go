@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/migrate"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
@@ -99,16 +98,35 @@ func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, 
 	if url == "" {
 		return nil, errors.New("DATABASE_URL is not set")
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	return OpenURL(ctx, config.CellURL{Name: config.DefaultCell, URL: url, Key: "DATABASE_URL"}, opts...)
+}
+
+// OpenURL connects to one cell's database, as OpenPool does to
+// DATABASE_URL; messages name c.Key, never the URL.
+func OpenURL(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := ping(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// newPool makes c's pool without connecting.
+func newPool(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(c.URL)
 	if err != nil {
 		// pgx's message would quote the URL; it may hold a password.
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or connection string")
+		return nil, fmt.Errorf("%s is not a valid PostgreSQL URL or connection string", c.Key)
 	}
-	if !strings.Contains(url, "pool_max_conns") {
+	if !strings.Contains(c.URL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
-	followPrimary(cfg, url)
+	followPrimary(cfg, c.URL)
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -116,33 +134,37 @@ func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, 
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database at %s: %w", hosts(&cfg.ConnConfig.Config), err)
-	}
 	return pool, nil
 }
 
-// Migrate is the `migrate` subcommand of both binaries: it needs only
-// DATABASE_URL, and reports what it applied on env.Stdout. c holds the
-// flags given before the subcommand.
+// ping checks that pool's server answers, naming its hosts if not.
+func ping(ctx context.Context, pool *pgxpool.Pool) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		return fmt.Errorf("connecting to the database at %s: %w", hosts(&pool.Config().ConnConfig.Config), err)
+	}
+	return nil
+}
+
+// Migrate is the `migrate` subcommand of both binaries: it needs only the
+// config file's cells (DATABASE_URL without them), migrates every cell in
+// turn, each under its own lock, and reports what it applied on
+// env.Stdout. c holds the flags given before the subcommand.
 func Migrate(ctx context.Context, name string, c Common, args []string, env Env) error {
 	fs := NewFlagSet(name+" migrate", name+" migrate [--config FILE]", env, &c)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := OpenPool(ctx, env)
+	cells, err := migrateCells(c, env)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	res, err := migrate.Up(ctx, pool, Logger(env))
-	if err != nil {
-		return err
+	for _, cell := range cells {
+		if err := migrateCell(ctx, cell, len(cells) > 1, env); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(env.Stdout, res)
 	return nil
 }
 
@@ -157,7 +179,11 @@ type Server struct {
 	// already redacts them.
 	Redactor *sanitize.Redactor
 	Logger   *slog.Logger
-	Pool     *pgxpool.Pool
+	// Pool is the first cell's pool (Cells[0].Pool): where the console,
+	// its users and the operator commands read for now.
+	Pool *pgxpool.Pool
+	// Cells are every cell's pool, in configuration order.
+	Cells []CellPool
 }
 
 // Boot loads the config and the secrets it names, compiles the routes, and
@@ -177,19 +203,27 @@ func Boot(ctx context.Context, c Common, env Env, opts ...PoolOption) (*Server, 
 	if err != nil {
 		return nil, err
 	}
-	pool, err := OpenPool(ctx, env, opts...)
+	cells, err := cfg.ResolveCells(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	red := Redactor(cfg, secrets, env)
 	logger := slog.New(red.Handler(Logger(env).Handler()))
-	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger, Pool: pool}, nil
+	pools, err := openCells(ctx, cells, logger, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Cells) > 0 && env.Getenv("DATABASE_URL") != "" {
+		logger.Info("DATABASE_URL is set and ignored: the config file lists cells, each with its own database")
+	}
+	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger,
+		Pool: pools[0].Pool, Cells: pools}, nil
 }
 
 // Redactor returns a redactor of every secret value the binaries read:
 // those the config names (the console's passwords and tokens included, and
 // secret files as they are at start), HOOKGATE_UI_PASSWORD, and the
-// password in DATABASE_URL.
+// password in DATABASE_URL and in every cell's URL.
 func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Redactor {
 	values := append(secrets.Values(), env.Getenv("HOOKGATE_UI_PASSWORD"))
 	for _, u := range cfg.Console.Users {
@@ -218,9 +252,17 @@ func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Red
 			values = append(values, string(b))
 		}
 	}
-	if u, err := url.Parse(env.Getenv("DATABASE_URL")); err == nil && u.User != nil {
-		if pass, ok := u.User.Password(); ok {
-			values = append(values, pass)
+	urls := []string{env.Getenv("DATABASE_URL")}
+	if cells, err := cfg.ResolveCells(env.Getenv); err == nil {
+		for _, c := range cells {
+			urls = append(urls, c.URL)
+		}
+	}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if pass, ok := u.User.Password(); ok {
+				values = append(values, pass)
+			}
 		}
 	}
 	return sanitize.NewRedactor(values...)
