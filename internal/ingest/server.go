@@ -62,6 +62,8 @@ type Server struct {
 	table     *route.Table
 	claims    Claimer
 	db        Pinger
+	// cells, when set (WithCells), are what /readyz checks instead of db.
+	cells []CellPinger
 	logger    *slog.Logger
 	metrics   *metrics
 	now       func() time.Time

@@ -111,3 +111,10 @@ func migrateCell(ctx context.Context, c config.CellURL, named bool, env Env) err
 	fmt.Fprintln(env.Stdout, res)
 	return nil
 }
+
+// Close closes every cell's pool.
+func (s *Server) Close() {
+	for _, c := range s.Cells {
+		c.Pool.Close()
+	}
+}
