@@ -63,11 +63,11 @@ type Server struct {
 	claims    Claimer
 	db        Pinger
 	// cells, when set (WithCells), are what /readyz checks instead of db.
-	cells []CellPinger
-	logger    *slog.Logger
-	metrics   *metrics
-	now       func() time.Time
-	echo      *echo.Echo
+	cells   []CellPinger
+	logger  *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+	echo    *echo.Echo
 	// inFlight holds one token per webhook request being read or claimed.
 	inFlight chan struct{}
 	tracer   tracer
