@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +16,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
@@ -28,10 +30,11 @@ import (
 // client that works the jobs, the ops server's handlers, and the loop that
 // serves until the worker stops.
 
-// newJobClient returns the River client that works delivery, reconcile
-// and retention jobs for boot's configuration.
-func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Registry, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
-	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
+// newJobClient returns the River client that works cell c's delivery,
+// reconcile and retention jobs for boot's configuration: the cell's leader
+// runs its reconciler and retention, over the cell's pool.
+func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reg prometheus.Registerer, logger *slog.Logger, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
+	cfg, pool := boot.Config, c.Pool
 	reconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
@@ -49,7 +52,7 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 	return claim.NewWorkClient(pool, &river.Config{
 		Logger:               logger,
 		Workers:              workers,
-		Queues:               deliver.Queues(cfg),
+		Queues:               cellQueues(cfg, c.Name),
 		JobTimeout:           deliver.JobTimeout(cfg),
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
@@ -66,9 +69,17 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reg *prometheus.Re
 // newOps returns the ops server's handlers: metrics and health, the River
 // UI when HOOKGATE_UI_PASSWORD is set (its background services live until
 // uiCtx ends), and the console when the configuration enables it.
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, client *river.Client[pgx.Tx]) (*ops, error) {
-	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
-	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
+//
+// The River UI and the console read the first cell the worker serves.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set) (*ops, error) {
+	cfg, logger := boot.Config, boot.Logger
+	first := cells.First()
+	store, client, pool := first.Store, first.Jobs, first.Pool
+	var ready anyCell
+	for _, c := range cells.All() {
+		ready = append(ready, cli.Writable{Pool: c.Pool})
+	}
+	o := &ops{db: ready, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),
@@ -102,10 +113,11 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 	return o, nil
 }
 
-// work serves the ops endpoints and works jobs until ctx ends or the ops
-// server fails, then stops River (see stopRiver), the River UI (stopUI)
-// and the ops server, in that order.
-func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, client *river.Client[pgx.Tx], stopUI func()) error {
+// work serves the ops endpoints and works every cell's jobs until ctx
+// ends or the ops server fails, then stops River (see stopRiver, every
+// cell's client at once), the River UI (stopUI) and the ops server, in
+// that order.
+func work(ctx context.Context, boot *cli.Server, o *ops, cells *cell.Set, stopUI func()) error {
 	cfg, logger := boot.Config, boot.Logger
 	ln, err := net.Listen("tcp", cfg.Worker.Listen)
 	if err != nil {
@@ -122,14 +134,29 @@ func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, cli
 
 	// River stops when told to below, not when ctx ends, so that in-flight
 	// attempts get worker.shutdown_timeout to finish.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		_ = hs.Close()
-		return fmt.Errorf("starting job client: %w", err)
+	var started []*cell.Cell
+	stopAll := func() {
+		var wg sync.WaitGroup
+		for _, c := range started {
+			wg.Go(func() { stopRiver(ctx, c.Jobs, cfg.Worker.ShutdownTimeout.D(), logger) })
+		}
+		wg.Wait()
 	}
+	for _, c := range cells.All() {
+		if err := c.Jobs.Start(context.WithoutCancel(ctx)); err != nil {
+			stopAll()
+			_ = hs.Close()
+			return fmt.Errorf("starting job client of cell %s: %w", c.Name, err)
+		}
+		started = append(started, c)
+	}
+	first := cells.First()
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
 		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
-		slog.String("random_page_cost", sessionCost(ctx, boot.Pool)))
-	logPausedRoutes(ctx, store, client, cfg, logger)
+		slog.Int("cells", len(cells.All())), slog.String("random_page_cost", sessionCost(ctx, first.Pool)))
+	for _, c := range cells.All() {
+		logPausedRoutes(ctx, c.Store, c.Jobs, cfg, logger)
+	}
 
 	var serveErr error
 	select {
@@ -139,7 +166,7 @@ func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, cli
 		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
 	}
 
-	stopRiver(ctx, client, cfg.Worker.ShutdownTimeout.D(), logger)
+	stopAll()
 	stopUI()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
 	defer cancel()
