@@ -40,12 +40,18 @@ type routesDB struct {
 	pool   *pgxpool.Pool
 }
 
-func openRoutes(ctx context.Context, common cli.Common, env cli.Env) (*routesDB, error) {
+// openRoutes connects to the cell of route (its provider's), where its
+// pause and breaker live, or to the first cell when route is "".
+func openRoutes(ctx context.Context, common cli.Common, env cli.Env, route string) (*routesDB, error) {
 	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := cli.OpenPool(ctx, env)
+	cell := cfg.CellList()[0].Name
+	if _, ok := cfg.Route(route); ok {
+		cell = cfg.RouteCell(route)
+	}
+	pool, err := cli.OpenCell(ctx, cfg, cell, env)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +99,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %q (usage: %s)", rest[0], use)
 	}
-	db, err := openRoutes(ctx, common, env)
+	db, err := openRoutes(ctx, common, env, "")
 	if err != nil {
 		return err
 	}
@@ -148,7 +154,7 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("routes %s takes one route NAME (usage: %s)", verb, use)
 	}
 	name := rest[0]
-	db, err := openRoutes(ctx, common, env)
+	db, err := openRoutes(ctx, common, env, name)
 	if err != nil {
 		return err
 	}
