@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,4 +159,76 @@ func (a anyCell) Ping(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// startRetry is how often a cell whose River client could not start (its
+// database down as the worker started) is tried again.
+const startRetry = time.Second
+
+// cellStarter starts each cell's River client. With several cells, one
+// that cannot start is logged and tried again every startRetry, in the
+// background, until it starts or the worker stops, while the others work:
+// a cell fails alone. With one, its error stops the worker, as it always
+// has.
+type cellStarter struct {
+	logger   *slog.Logger
+	mu       sync.Mutex
+	started  []*cell.Cell
+	stopping chan struct{}
+	retries  sync.WaitGroup
+}
+
+func newCellStarter(logger *slog.Logger) *cellStarter {
+	return &cellStarter{logger: logger, stopping: make(chan struct{})}
+}
+
+// start starts every cell of cells, on a context River's own stop ends.
+func (s *cellStarter) start(ctx context.Context, cells *cell.Set) error {
+	for _, c := range cells.All() {
+		err := c.Jobs.Start(ctx)
+		if err == nil {
+			s.add(c)
+			continue
+		}
+		if len(cells.All()) == 1 {
+			return fmt.Errorf("starting job client: %w", err)
+		}
+		s.logger.Warn("cell unreachable: its job client starts once it answers", slog.String("cell", c.Name), slog.String("error", err.Error()))
+		s.retries.Go(func() { s.retry(ctx, c) })
+	}
+	return nil
+}
+
+func (s *cellStarter) add(c *cell.Cell) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = append(s.started, c)
+}
+
+// retry starts c's client once its database answers.
+func (s *cellStarter) retry(ctx context.Context, c *cell.Cell) {
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-time.After(startRetry):
+		}
+		if err := c.Jobs.Start(ctx); err == nil {
+			s.add(c)
+			s.logger.Info("cell reachable: its job client started", slog.String("cell", c.Name))
+			return
+		}
+	}
+}
+
+// stop ends the retries, then stops every started client at once (see
+// stopRiver).
+func (s *cellStarter) stop(ctx context.Context, timeout time.Duration) {
+	close(s.stopping)
+	s.retries.Wait()
+	var wg sync.WaitGroup
+	for _, c := range s.started {
+		wg.Go(func() { stopRiver(ctx, c.Jobs, timeout, s.logger) })
+	}
+	wg.Wait()
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -134,21 +133,10 @@ func work(ctx context.Context, boot *cli.Server, o *ops, cells *cell.Set, stopUI
 
 	// River stops when told to below, not when ctx ends, so that in-flight
 	// attempts get worker.shutdown_timeout to finish.
-	var started []*cell.Cell
-	stopAll := func() {
-		var wg sync.WaitGroup
-		for _, c := range started {
-			wg.Go(func() { stopRiver(ctx, c.Jobs, cfg.Worker.ShutdownTimeout.D(), logger) })
-		}
-		wg.Wait()
-	}
-	for _, c := range cells.All() {
-		if err := c.Jobs.Start(context.WithoutCancel(ctx)); err != nil {
-			stopAll()
-			_ = hs.Close()
-			return fmt.Errorf("starting job client of cell %s: %w", c.Name, err)
-		}
-		started = append(started, c)
+	starter := newCellStarter(logger)
+	if err := starter.start(context.WithoutCancel(ctx), cells); err != nil {
+		_ = hs.Close()
+		return err
 	}
 	first := cells.First()
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
@@ -166,7 +154,7 @@ func work(ctx context.Context, boot *cli.Server, o *ops, cells *cell.Set, stopUI
 		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
 	}
 
-	stopAll()
+	starter.stop(ctx, cfg.Worker.ShutdownTimeout.D())
 	stopUI()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
 	defer cancel()

@@ -163,7 +163,7 @@ func TestCellsThreeOneDown(t *testing.T) {
 		s.waitDelivered(i, acked[len(acked)-1], cellSettle)
 	}
 	// A replica started now serves the cells that answer.
-	in2, _ := s.ingest(), s.worker()
+	in2, w2 := s.ingest(), s.worker()
 	require.Equal(t, http.StatusOK, postCell(http.DefaultClient, in2.url, 2, "evt_fresh"))
 	require.Equal(t, http.StatusServiceUnavailable, postCell(http.DefaultClient, in2.url, 1, "evt_fresh"))
 	s.waitDelivered(2, "evt_fresh", cellSettle)
@@ -183,4 +183,6 @@ func TestCellsThreeOneDown(t *testing.T) {
 		}
 		t.Logf("provider %s: %d events acknowledged, answers %v", cellProvider(i), len(acked), statuses)
 	}
+	require.False(t, w2.exited(), "the worker started during the outage is still running")
+	require.Contains(t, w2.out.String(), "cell reachable: its job client started", "and works the cell that came back")
 }
