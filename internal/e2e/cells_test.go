@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 const cellSettle = 30 * time.Second
@@ -94,8 +96,16 @@ func TestCellsTwo(t *testing.T) {
 		}
 		require.Zero(t, s.down.effectsOf(cellKey(1, "evt_killed")), "cell c1 has no worker")
 
+		// As TestWorkerKilledAfterTheSideEffect: once the job has run for
+		// longer than rescue_after, end the dead worker's term as leader of
+		// cell c1 rather than wait it out, so that the new one rescues it.
+		require.Eventually(t, func() bool {
+			return s.count(1, `SELECT count(*) FROM river_job WHERE args->>'event_id' = 'evt_killed' AND state = 'running'
+AND attempted_at < now() - interval '5 seconds'`) == 1
+		}, cellSettle, 50*time.Millisecond)
+		testfactory.ExpireLeader(t.Context(), t, s.pools[1])
 		s.workerFor(cellName(1))
-		s.waitDelivered(1, "evt_killed", cellSettle)
+		s.waitDelivered(1, "evt_killed", 90*time.Second)
 		require.GreaterOrEqual(t, len(s.down.callsFor(cellKey(1, "evt_killed"))), 2, "the killed attempt was taken up again")
 		require.Zero(t, s.count(0, `SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_killed'`), "nothing of cell c1 in cell c0")
 		require.False(t, w0.exited())
