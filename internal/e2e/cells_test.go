@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -66,6 +67,18 @@ func TestCellsTwo(t *testing.T) {
 				s.waitDelivered(i, fmt.Sprintf("evt_place_%d", n), cellSettle)
 			}
 		}
+		// A cell's figures carry its name; a route's are in its cell only.
+		metrics := get(t, w.url+"/metrics")
+		for _, want := range []string{
+			`hookgate_claims_processing{cell="c0"} 0`,
+			`hookgate_claims_processing{cell="c1"} 0`,
+			`hookgate_route_breaker_open{cell="c1",route="r1"} 0`,
+			`hookgate_delivery_queue_oldest_age_seconds{cell="c0"} 0`,
+			`hookgate_retention_deleted_total{cell="c1"} 0`,
+		} {
+			require.Contains(t, metrics, want)
+		}
+		require.NotContains(t, metrics, `hookgate_route_breaker_open{cell="c0",route="r1"}`)
 		w.stop()
 	})
 
@@ -110,6 +123,17 @@ AND attempted_at < now() - interval '5 seconds'`) == 1
 		require.Zero(t, s.count(0, `SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_killed'`), "nothing of cell c1 in cell c0")
 		require.False(t, w0.exited())
 	})
+}
+
+// get returns the body of a GET of url.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
 }
 
 // readyCells reads ingest's /readyz: its status and each cell's
