@@ -232,3 +232,50 @@ func (s *cellStarter) stop(ctx context.Context, timeout time.Duration) {
 	}
 	wg.Wait()
 }
+
+// routeStates reads every configured route's state, in file order, each
+// from its own cell.
+func routeStates(ctx context.Context, cfg *config.Config, env cli.Env) ([]claim.RouteState, error) {
+	byRoute := map[string]claim.RouteState{}
+	for _, c := range cfg.CellList() {
+		var routes []string
+		for _, r := range cfg.Routes {
+			if cfg.RouteCell(r.Name) == c.Name {
+				routes = append(routes, r.Name)
+			}
+		}
+		if len(routes) == 0 {
+			continue
+		}
+		states, err := cellRouteStates(ctx, cfg, c.Name, routes, env)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range states {
+			byRoute[st.Route] = st
+		}
+	}
+	out := make([]claim.RouteState, len(cfg.Routes))
+	for i, r := range cfg.Routes {
+		out[i] = byRoute[r.Name]
+	}
+	return out, nil
+}
+
+// cellRouteStates reads the states of routes, all of cell name.
+func cellRouteStates(ctx context.Context, cfg *config.Config, name string, routes []string, env cli.Env) ([]claim.RouteState, error) {
+	pool, err := cli.OpenCell(ctx, cfg, name, env)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	client, err := claim.NewInsertClient(pool, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	states, err := claim.NewStore(pool, client, cfg.MaxAttempts).RouteStates(ctx, client, routes)
+	if err != nil && len(cfg.Cells) > 0 {
+		return nil, fmt.Errorf("cell %s: %w", name, err)
+	}
+	return states, err
+}

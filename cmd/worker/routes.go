@@ -99,18 +99,17 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %q (usage: %s)", rest[0], use)
 	}
-	db, err := openRoutes(ctx, common, env, "")
+	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return err
 	}
-	defer db.pool.Close()
-	states, err := db.store.RouteStates(ctx, db.queues, routeNames(db.cfg))
+	states, err := routeStates(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
 	views := make([]routeView, len(states))
 	for i, st := range states {
-		r := db.cfg.Routes[i]
+		r := cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.Backlog(),
 			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
 	}
@@ -124,7 +123,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, db.cfg.Routes[i].Breaker.On()), v.Concurrency,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, cfg.Routes[i].Breaker.On()), v.Concurrency,
 			v.Processing, v.Waiting, v.Failed, v.Backlog, v.Retryable, v.Running, v.Queue, statusList(v.RetryStatuses))
 	}
 	return tw.Flush()

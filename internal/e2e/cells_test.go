@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +81,29 @@ func TestCellsTwo(t *testing.T) {
 		}
 		require.NotContains(t, metrics, `hookgate_route_breaker_open{cell="c0",route="r1"}`)
 		w.stop()
+	})
+
+	t.Run("route commands reach the route's cell", func(t *testing.T) {
+		out, code := s.run("routes", "pause", cellRoute(1))
+		require.Equal(t, 0, code, out)
+		require.Equal(t, 1, s.count(1, `SELECT count(*) FROM audit_log`), "the pause is audited in the route's cell")
+		require.Zero(t, s.count(0, `SELECT count(*) FROM audit_log`))
+		out, code = s.run("routes", "list", "--json")
+		require.Equal(t, 0, code, out)
+		paused := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var v struct {
+				Route      string `json:"route"`
+				Paused     bool   `json:"paused"`
+				Processing int    `json:"processing"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+			paused[v.Route] = v.Paused
+		}
+		require.Equal(t, map[string]bool{cellRoute(0): false, cellRoute(1): true}, paused, "each route's state read in its cell")
+		out, code = s.run("routes", "resume", cellRoute(1))
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "resumed route "+cellRoute(1))
 	})
 
 	t.Run("a worker of one cell killed mid-attempt, the other cell delivers", func(t *testing.T) {
