@@ -34,18 +34,21 @@ func servedCells(pools []cli.CellPool, flag string) ([]cli.CellPool, error) {
 		return pools, nil
 	}
 	want := strings.Split(flag, ",")
+	for i := range want {
+		want[i] = strings.TrimSpace(want[i])
+	}
 	var names []string
 	for _, p := range pools {
 		names = append(names, p.Name)
 	}
 	for _, w := range want {
-		if !slices.Contains(names, strings.TrimSpace(w)) {
+		if !slices.Contains(names, w) {
 			return nil, fmt.Errorf("--cells: %q is not a cell of the configuration (cells: %s)", w, strings.Join(names, ", "))
 		}
 	}
 	var out []cli.CellPool
 	for _, p := range pools {
-		if slices.ContainsFunc(want, func(w string) bool { return strings.TrimSpace(w) == p.Name }) {
+		if slices.Contains(want, p.Name) {
 			out = append(out, p)
 		}
 	}
