@@ -106,47 +106,52 @@ func TestCellsTwo(t *testing.T) {
 		require.Contains(t, out, "resumed route "+cellRoute(1))
 	})
 
-	t.Run("a worker of one cell killed mid-attempt, the other cell delivers", func(t *testing.T) {
-		w0, w1 := s.workerFor(cellName(0)), s.workerFor(cellName(1))
-		inFlight := make(chan struct{})
-		var once sync.Once
-		s.down.set(cellRoute(1), func(c *call, n int, _ http.ResponseWriter) int {
-			if n == 1 {
-				once.Do(func() { close(inFlight) })
-				<-c.ctx.Done() // until the killed worker's connection drops
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusOK
-		})
-		require.Equal(t, http.StatusOK, postCell(http.DefaultClient, in1.url, 1, "evt_killed"))
-		select {
-		case <-inFlight:
-		case <-time.After(cellSettle):
-			t.Fatal("the attempt of cell c1 never reached the downstream")
-		}
-		w1.kill()
+	t.Run("a worker of one cell killed mid-attempt, the other cell delivers", func(t *testing.T) { killOneCellsWorker(t, s, in1, in2) })
+}
 
-		for n := range 5 {
-			id := fmt.Sprintf("evt_meanwhile_%d", n)
-			require.Equal(t, http.StatusOK, postCell(http.DefaultClient, in2.url, 0, id))
-			s.waitDelivered(0, id, cellSettle)
+// killOneCellsWorker kills the worker of cell c1 (SIGKILL) while its
+// attempt is in flight, requires cell c0 to go on delivering, and then a
+// new worker of c1 to deliver the attempt, once.
+func killOneCellsWorker(t *testing.T, s *cellStack, in1, in2 *proc) {
+	w0, w1 := s.workerFor(cellName(0)), s.workerFor(cellName(1))
+	inFlight := make(chan struct{})
+	var once sync.Once
+	s.down.set(cellRoute(1), func(c *call, n int, _ http.ResponseWriter) int {
+		if n == 1 {
+			once.Do(func() { close(inFlight) })
+			<-c.ctx.Done() // until the killed worker's connection drops
+			return http.StatusServiceUnavailable
 		}
-		require.Zero(t, s.down.effectsOf(cellKey(1, "evt_killed")), "cell c1 has no worker")
-
-		// As TestWorkerKilledAfterTheSideEffect: once the job has run for
-		// longer than rescue_after, end the dead worker's term as leader of
-		// cell c1 rather than wait it out, so that the new one rescues it.
-		require.Eventually(t, func() bool {
-			return s.count(1, `SELECT count(*) FROM river_job WHERE args->>'event_id' = 'evt_killed' AND state = 'running'
-AND attempted_at < now() - interval '5 seconds'`) == 1
-		}, cellSettle, 50*time.Millisecond)
-		testfactory.ExpireLeader(t.Context(), t, s.pools[1])
-		s.workerFor(cellName(1))
-		s.waitDelivered(1, "evt_killed", 90*time.Second)
-		require.GreaterOrEqual(t, len(s.down.callsFor(cellKey(1, "evt_killed"))), 2, "the killed attempt was taken up again")
-		require.Zero(t, s.count(0, `SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_killed'`), "nothing of cell c1 in cell c0")
-		require.False(t, w0.exited())
+		return http.StatusOK
 	})
+	require.Equal(t, http.StatusOK, postCell(http.DefaultClient, in1.url, 1, "evt_killed"))
+	select {
+	case <-inFlight:
+	case <-time.After(cellSettle):
+		t.Fatal("the attempt of cell c1 never reached the downstream")
+	}
+	w1.kill()
+
+	for n := range 5 {
+		id := fmt.Sprintf("evt_meanwhile_%d", n)
+		require.Equal(t, http.StatusOK, postCell(http.DefaultClient, in2.url, 0, id))
+		s.waitDelivered(0, id, cellSettle)
+	}
+	require.Zero(t, s.down.effectsOf(cellKey(1, "evt_killed")), "cell c1 has no worker")
+
+	// As TestWorkerKilledAfterTheSideEffect: once the job has run for
+	// longer than rescue_after, end the dead worker's term as leader of
+	// cell c1 rather than wait it out, so that the new one rescues it.
+	require.Eventually(t, func() bool {
+		return s.count(1, `SELECT count(*) FROM river_job WHERE args->>'event_id' = 'evt_killed' AND state = 'running'
+AND attempted_at < now() - interval '5 seconds'`) == 1
+	}, cellSettle, 50*time.Millisecond)
+	testfactory.ExpireLeader(t.Context(), t, s.pools[1])
+	s.workerFor(cellName(1))
+	s.waitDelivered(1, "evt_killed", 90*time.Second)
+	require.GreaterOrEqual(t, len(s.down.callsFor(cellKey(1, "evt_killed"))), 2, "the killed attempt was taken up again")
+	require.Zero(t, s.count(0, `SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_killed'`), "nothing of cell c1 in cell c0")
+	require.False(t, w0.exited())
 }
 
 // get returns the body of a GET of url.
