@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,7 +74,8 @@ func BenchmarkCells(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		results[cells-1] = cellsRun{phase: p, ingestCPU: cpuOf(ingest.pid()) - cpu0, pgCPU: servers[0].cpu() + servers[1].cpu() - pg0}
+		results[cells-1] = cellsRun{phase: p, ingestCPU: cpuOf(ingest.pid()) - cpu0, pgCPU: servers[0].cpu() + servers[1].cpu() - pg0,
+			batch: meanBatch(b, client, ingest.base)}
 		ingest.stop(b)
 	}
 	b.StopTimer()
@@ -82,8 +84,8 @@ func BenchmarkCells(b *testing.B) {
 	fmt.Fprintf(os.Stdout, "\ncells on this machine, %d events a phase, one ingest, %d connections\n", n, concurrency)
 	fmt.Fprintf(os.Stdout, "pgbench per-event transaction: c0 alone %.0f tps; c0 and c1 at once %.0f + %.0f tps\n", one, two[0], two[1])
 	for i, r := range results {
-		fmt.Fprintf(os.Stdout, "%d cell(s): %7.0f events/s = %.2f of pgbench  p99 %6.1f ms  ingest %.2f + Postgres %.2f CPU-s per 1,000 events\n",
-			i+1, r.rate(), r.rate()/baseline[i], ms(r.pct(0.99)), r.ingestCPU*1000/float64(r.n), r.pgCPU*1000/float64(r.n))
+		fmt.Fprintf(os.Stdout, "%d cell(s): %7.0f events/s = %.2f of pgbench  p99 %6.1f ms  ingest %.2f + Postgres %.2f CPU-s per 1,000 events  %.1f events a claim transaction\n",
+			i+1, r.rate(), r.rate()/baseline[i], ms(r.pct(0.99)), r.ingestCPU*1000/float64(r.n), r.pgCPU*1000/float64(r.n), r.batch)
 		b.ReportMetric(r.rate()/baseline[i], fmt.Sprintf("cells%d_x_pgbench", i+1))
 		b.ReportMetric((r.ingestCPU+r.pgCPU)*1000/float64(r.n), fmt.Sprintf("cells%d_cpu-s/1000ev", i+1))
 	}
@@ -94,6 +96,36 @@ func BenchmarkCells(b *testing.B) {
 type cellsRun struct {
 	phase
 	ingestCPU, pgCPU float64
+	batch            float64 // mean events a claim transaction, warm-up included
+}
+
+// meanBatch reads ingest's hookgate_ingest_claim_batch_size: the mean
+// events a claim transaction took, over the ingest's life.
+func meanBatch(b *testing.B, client *http.Client, base string) float64 {
+	b.Helper()
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum, count float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "hookgate_ingest_claim_batch_size_sum":
+			sum, _ = strconv.ParseFloat(f[1], 64)
+		case len(f) == 2 && f[0] == "hookgate_ingest_claim_batch_size_count":
+			count, _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	if count == 0 {
+		b.Fatal("ingest reported no claim batch")
+	}
+	return sum / count
 }
 
 // cellsConfig writes a config with cells cells (c0, c1), provider stripeI
