@@ -189,14 +189,15 @@ func readyCells(t *testing.T, url string) (int, map[string]bool) {
 // TestCellsThreeOneDown stops the primary of one of three cells under
 // steady senders to all three providers: that cell's provider is answered
 // 503 and the two others 200 and delivered, as if nothing happened;
-// /readyz stays 200 and names the cell that is down; an ingest and a worker
-// started during the outage serve the other cells; and once the cell is
-// back, every event acknowledged is claimed in its cell and delivered.
+// ingest's /readyz stays 200 and names the cell that is down, the worker's
+// stays 200; an ingest and a worker started during the outage serve the
+// other cells; and once the cell is back, every event acknowledged is
+// claimed in its cell and delivered.
 func TestCellsThreeOneDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newCellStack(t, 3)
-	in, _ := s.ingest(), s.worker()
+	in, w := s.ingest(), s.worker()
 
 	loads := make([]*cellLoad, 3)
 	for i := range 3 {
@@ -217,6 +218,7 @@ func TestCellsThreeOneDown(t *testing.T) {
 	code, cells := readyCells(t, in.url)
 	require.Equal(t, http.StatusOK, code, "ready while a cell is reachable")
 	require.Equal(t, map[string]bool{"c0": true, "c1": false, "c2": true}, cells)
+	require.Equal(t, http.StatusOK, status(w.url+"/readyz"), "the worker too is ready while a cell it serves is reachable")
 
 	// The other cells go on being acknowledged and delivered.
 	for _, i := range []int{0, 2} {
