@@ -8,8 +8,8 @@ BIN      := .local/bin
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (pgPort
-# in cmd/devtool/run.go).
+# LOCAL_DATABASE_URL is the Postgres `make run` starts in .local/pg (PGPort
+# in internal/devlocal/local.go).
 LOCAL_DATABASE_URL := postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable
 
 .PHONY: build
@@ -18,7 +18,7 @@ build: ## build ingest, worker and the local dev tool into .local/bin
 	$(GO) build -o $(BIN)/ ./cmd/ingest ./cmd/worker ./cmd/devtool
 
 .PHONY: run
-run: build ## run the whole system locally (with its own Postgres in .local/pg, kept between runs, when DATABASE_URL is unset)
+run: build ## run the whole system locally on 127.0.0.1 (HOOKGATE_RUN_HOST=0.0.0.0 for every interface), with its own Postgres in .local/pg when DATABASE_URL is unset
 	@exec $(BIN)/devtool run --config hookgate.example.yaml --bin $(BIN)
 
 .PHONY: claims
@@ -27,9 +27,9 @@ claims: ## worker claims $(ARGS) on the local system's database, e.g. make claim
 	@DATABASE_URL='$(or $(DATABASE_URL),$(LOCAL_DATABASE_URL))' $(BIN)/worker --config hookgate.example.yaml claims $(or $(ARGS),--help)
 
 .PHONY: send-demo
-send-demo: ## send one signed demo event twice to the local ingest
+send-demo: ## send one signed demo event twice to the local ingest (ARGS='--fail 3': make the demo receiver fail for a while first, and send 3)
 	@$(GO) build -o $(BIN)/ ./cmd/devtool
-	@$(BIN)/devtool send --times 2
+	@$(BIN)/devtool send --times 2 $(ARGS)
 
 .PHONY: n8n-check
 n8n-check: build ## check docs/n8n.md against a real n8n (installs n8n into .local/n8n: ~1.8 GB; not part of make test)

@@ -16,6 +16,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/hookgate/hookgate/internal/lab"
+	"github.com/hookgate/hookgate/internal/n8ncheck"
 )
 
 func main() {
@@ -61,11 +64,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "stop":
 		return stopLocal(rest, stdout, stderr)
 	case "n8n-check":
-		return n8nCheck(ctx, rest, getenv, stdout, stderr)
+		return n8ncheck.Run(ctx, rest, getenv, stdout, stderr)
 	case "lab":
-		return lab(ctx, rest, getenv, stdout, stderr)
-	case "lab-design": // one design of the lab, run by `devtool lab` only
-		return labDesignServe(ctx, rest, getenv, stdout, stderr)
+		return lab.Run(ctx, rest, getenv, stdout, stderr)
+	case lab.DesignCommand: // one design of the lab, run by `devtool lab` only
+		return lab.ServeDesign(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return flag.ErrHelp
@@ -73,18 +76,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
-}
-
-// newFlagSet returns a flag set for a subcommand that reports errors instead
-// of exiting, so that run stays testable.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("devtool "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: devtool %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
 }
 
 // exitCode turns run's error into a process exit code, printing it as one

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
 )
 
 // receiverAddr is where `devtool run` serves the demo receiver; the example
@@ -18,9 +19,12 @@ const receiverAddr = "127.0.0.1:9099"
 // maxDeliveryBytes bounds a delivery body the receiver reads.
 const maxDeliveryBytes = 10 << 20
 
+// maxFailFor bounds how long `POST /demo/fail` may make the receiver fail.
+const maxFailFor = 10 * time.Minute
+
 // receive is `devtool receive`: it serves a receiver until ctx ends.
 func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("receive", "receive [--listen ADDR]", stderr)
+	fs := devlocal.NewFlagSet("receive", "receive [--listen ADDR]", stderr)
 	listen := fs.String("listen", receiverAddr, "address to serve on")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -36,20 +40,8 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	srv := &http.Server{Handler: rcv.routes(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "demo receiver on http://%s: POST to any path is a delivery; GET /healthz\n", ln.Addr())
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", err)
+	if err := devlocal.Serve(ctx, srv, ln); err != nil {
+		return err
 	}
 	effects, repeats := rcv.counts()
 	fmt.Fprintf(stdout, "demo receiver stopped; new effects: %d, repeats ignored: %d\n", effects, repeats)
@@ -62,10 +54,11 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type receiver struct {
 	now func() time.Time
 
-	mu      sync.Mutex // guards the fields below, so lines never interleave
-	out     io.Writer
-	seen    map[string]int // deliveries per Idempotency-Key
-	unkeyed int            // deliveries without one, each taken as new
+	mu        sync.Mutex // guards the fields below, so lines never interleave
+	out       io.Writer
+	seen      map[string]int // deliveries per Idempotency-Key
+	unkeyed   int            // deliveries without one, each taken as new
+	failUntil time.Time      // until then every delivery is answered 503 (POST /demo/fail)
 }
 
 func newReceiver(out io.Writer) *receiver {
@@ -79,8 +72,42 @@ func (r *receiver) routes() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
 	})
+	mux.HandleFunc("POST /demo/fail", r.handleFail)
+	mux.HandleFunc("DELETE /demo/fail", r.handleFail)
 	mux.HandleFunc("POST /", r.handleDelivery)
 	return mux
+}
+
+// handleFail makes the receiver answer every delivery 503 for the duration
+// in `for` (POST /demo/fail?for=90s, at most maxFailFor), or stops that at
+// once (DELETE), so a new user can watch retries, the route's circuit
+// opening and closing, and a failed claim to retry by hand.
+func (r *receiver) handleFail(w http.ResponseWriter, req *http.Request) {
+	var until time.Time
+	if req.Method == http.MethodPost {
+		d, err := time.ParseDuration(req.URL.Query().Get("for"))
+		if err != nil || d <= 0 || d > maxFailFor {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":"for must be a duration from 1s to %s, e.g. for=90s"}`, maxFailFor)
+			return
+		}
+		until = r.now().Add(d)
+	}
+	r.mu.Lock()
+	r.failUntil = until
+	if until.IsZero() {
+		fmt.Fprintf(r.out, "%s answering deliveries again\n", r.now().Format("15:04:05"))
+	} else {
+		fmt.Fprintf(r.out, "%s failing on purpose: every delivery is answered 503 until %s\n", r.now().Format("15:04:05"), until.Format("15:04:05"))
+	}
+	r.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if until.IsZero() {
+		io.WriteString(w, `{"failing_until":null}`)
+		return
+	}
+	fmt.Fprintf(w, `{"failing_until":%q}`, until.UTC().Format(time.RFC3339))
 }
 
 // handleDelivery accepts a delivery on any path and answers 200.
@@ -93,6 +120,16 @@ func (r *receiver) handleDelivery(w http.ResponseWriter, req *http.Request) {
 	key := req.Header.Get("Idempotency-Key")
 
 	r.mu.Lock()
+	if now := r.now(); now.Before(r.failUntil) {
+		fmt.Fprintf(r.out, "%s POST %s key=%s route=%s event=%s attempt=%s -> 503, failing on purpose until %s (no effect)\n",
+			now.Format("15:04:05"), req.URL.Path, orDash(key), orDash(req.Header.Get("Hookgate-Route")),
+			orDash(req.Header.Get("Hookgate-Event-Id")), orDash(req.Header.Get("Hookgate-Attempt")), r.failUntil.Format("15:04:05"))
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"ok":false,"error":"the demo receiver is failing on purpose"}`)
+		return
+	}
 	outcome := "new effect"
 	switch {
 	case key == "":

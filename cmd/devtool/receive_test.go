@@ -67,3 +67,61 @@ func TestReceiver(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// POST /demo/fail makes every delivery a 503 with no effect until the
+// window ends or DELETE /demo/fail stops it; a bad window is a 400.
+func TestReceiverFailsOnPurpose(t *testing.T) {
+	t.Parallel()
+
+	var out proctest.Buffer
+	rcv := newReceiver(&out)
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	rcv.now = func() time.Time { return now }
+	srv := httptest.NewServer(rcv.routes())
+	t.Cleanup(srv.Close)
+
+	do := func(method, path, key string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(`{}`))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+
+	for _, bad := range []string{"", "?for=0s", "?for=-1s", "?for=11m", "?for=soon"} {
+		code, body := do(http.MethodPost, "/demo/fail"+bad, "")
+		require.Equal(t, http.StatusBadRequest, code, bad)
+		require.Contains(t, body, "for must be a duration from 1s to 10m0s")
+	}
+	code, body := do(http.MethodPost, "/demo/fail?for=90s", "")
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, `{"failing_until":"2026-01-02T15:05:35Z"}`, body)
+
+	code, body = do(http.MethodPost, "/hooks/demo", "k1")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.JSONEq(t, `{"ok":false,"error":"the demo receiver is failing on purpose"}`, body)
+	effects, _ := rcv.counts()
+	require.Zero(t, effects, "a 503 is no effect")
+	require.Contains(t, out.String(), "-> 503, failing on purpose until 15:05:35 (no effect)")
+
+	now = now.Add(91 * time.Second) // the window has ended
+	code, _ = do(http.MethodPost, "/hooks/demo", "k1")
+	require.Equal(t, http.StatusOK, code)
+
+	code, _ = do(http.MethodPost, "/demo/fail?for=1m", "")
+	require.Equal(t, http.StatusOK, code)
+	code, body = do(http.MethodDelete, "/demo/fail", "")
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, `{"failing_until":null}`, body)
+	code, _ = do(http.MethodPost, "/hooks/demo", "k2")
+	require.Equal(t, http.StatusOK, code)
+	effects, _ = rcv.counts()
+	require.Equal(t, 2, effects)
+}

@@ -7,30 +7,20 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/devlocal"
 	"github.com/hookgate/hookgate/internal/devsecret"
 )
 
 const (
-	// localDir holds what devtool makes (binaries, the Postgres cluster); it
-	// is gitignored.
-	localDir = ".local"
-	// pgDir is the data directory of devtool's Postgres, kept between runs.
-	pgDir = localDir + "/pg"
-	// pgPort is the port of devtool's Postgres, fixed so that DATABASE_URL
-	// stays the same from run to run.
-	pgPort = 54329
 	// minStopGrace is how long a child may take to stop after SIGTERM; it is
 	// raised to the worker's shutdown_timeout plus 5s when that is longer.
 	minStopGrace = 35 * time.Second
-	// healthTimeout bounds the wait for each process's /healthz.
-	healthTimeout = time.Minute
 )
 
 // runSystem is `devtool run`: it starts Postgres (unless DATABASE_URL is
@@ -38,21 +28,21 @@ const (
 // answers /healthz, and then until Ctrl-C or a child's exit. It stops
 // everything on the way out: ingest, worker, receiver, Postgres.
 func runSystem(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	o, err := parseRunOptions(args, stderr)
+	o, err := parseRunOptions(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 
-	con := &console{w: stdout}
+	con := devlocal.NewConsole(stdout)
 	// interrupted ends the run after a Ctrl-C during start-up; the deferred
 	// stops take down whatever had started.
 	interrupted := func() error {
-		con.printf("devtool", "interrupted while starting; stopping")
+		con.Printf("devtool", "interrupted while starting; stopping")
 		return nil
 	}
 	secrets := demoSecrets(o.cfg, getenv)
-	con.printf("devtool", "%s", demoSecretsNotice(secrets))
-	consoleEnv, logins, err := devsecret.Console(o.cfg, getenv, localDir)
+	con.Printf("devtool", "%s", demoSecretsNotice(secrets))
+	consoleEnv, logins, err := devsecret.Console(o.cfg, getenv, devlocal.Dir)
 	if err != nil {
 		return err
 	}
@@ -75,15 +65,15 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	env := runEnv(getenv, dbURL, secrets, consoleEnv)
 	grace := max(minStopGrace, o.cfg.Worker.ShutdownTimeout.D()+5*time.Second)
 
-	if err := runOnce(ctx, con, grace, "migrate", o.ingestBin, []string{"migrate", "--config", o.configPath}, env); err != nil {
+	if err := devlocal.RunOnce(ctx, con, grace, "migrate", o.ingestBin, []string{"migrate", "--config", o.configPath}, env); err != nil {
 		if ctx.Err() != nil {
 			return interrupted()
 		}
 		return fmt.Errorf("migrating the database: %w", err)
 	}
 
-	sup := newSupervisor(con, grace)
-	defer func() { err = errors.Join(err, sup.stopAll()) }()
+	sup := devlocal.NewSupervisor(con, grace)
+	defer func() { err = errors.Join(err, sup.StopAll()) }()
 	children := o.children()
 	if err := startChildren(sup, children, env); err != nil {
 		return err
@@ -100,29 +90,45 @@ func runSystem(ctx context.Context, args []string, getenv func(string) string, s
 	if getenv("DATABASE_URL") == "" {
 		shownURL = dbURL
 	}
-	con.plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
+	con.Plain(banner(o.cfg, o.ingestURL, o.workerURL, o.receiverURL, getenv("HOOKGATE_UI_PASSWORD") != "", logins) +
 		claimsHelp(shownURL, filepath.Join(o.binDir, "worker"), o.configPath))
+	if host, _, _ := net.SplitHostPort(o.workerListen); !isLoopback(host) {
+		con.Printf("devtool", "ingest and the worker listen on %s (--host / HOOKGATE_RUN_HOST): the console and its password are reachable from the network", host)
+	}
 	return untilDone(ctx, con, sup, grace)
 }
 
+// defaultRunHost is the host `devtool run` serves ingest and the worker
+// on: this machine only, since the console's password is printed in the
+// banner. HOOKGATE_RUN_HOST or --host listen elsewhere.
+const defaultRunHost = "127.0.0.1"
+
 // runOptions is what `devtool run` runs: its flags, the config they name,
-// the binaries, and the URLs the processes answer on.
+// the binaries, the addresses the processes listen on and the URLs they
+// answer on.
 type runOptions struct {
 	configPath, binDir string
 	cfg                *config.Config
 	// ingestBin and workerBin are the built binaries; self is devtool's
 	// own, which runs the receiver.
-	ingestBin, workerBin, self        string
-	ingestURL, workerURL, receiverURL string
+	ingestBin, workerBin, self string
+	// ingestListen and workerListen are the config's ports on --host;
+	// receiverListen is always on the loopback.
+	ingestListen, workerListen, receiverListen string
+	ingestURL, workerURL, receiverURL          string
 }
 
 // parseRunOptions reads run's flags and config, and checks that the
 // binaries are built and every listen address is free, before anything is
-// started.
-func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
-	fs := newFlagSet("run", "run [--config FILE] [--bin DIR]", stderr)
+// started. Ingest and the worker listen on the config's ports on --host
+// (127.0.0.1 unless HOOKGATE_RUN_HOST says otherwise), whatever host the
+// config names: the example config's ":8080" would be every interface.
+func parseRunOptions(args []string, getenv func(string) string, stderr io.Writer) (*runOptions, error) {
+	fs := devlocal.NewFlagSet("run", "run [--config FILE] [--bin DIR] [--host HOST]", stderr)
 	configPath := fs.String("config", "hookgate.example.yaml", "config file for ingest and worker")
-	binDir := fs.String("bin", filepath.Join(localDir, "bin"), "directory holding the built ingest and worker")
+	binDir := fs.String("bin", filepath.Join(devlocal.Dir, "bin"), "directory holding the built ingest and worker")
+	host := fs.String("host", cmp.Or(getenv("HOOKGATE_RUN_HOST"), defaultRunHost),
+		"host ingest and the worker listen on (0.0.0.0 for every interface); also HOOKGATE_RUN_HOST")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -135,7 +141,7 @@ func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
 	}
 	ingestBin, workerBin := filepath.Join(*binDir, "ingest"), filepath.Join(*binDir, "worker")
 	for _, bin := range []string{ingestBin, workerBin} {
-		if err := checkExecutable(bin); err != nil {
+		if err := devlocal.CheckExecutable(bin); err != nil {
 			return nil, err
 		}
 	}
@@ -143,20 +149,45 @@ func parseRunOptions(args []string, stderr io.Writer) (*runOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding devtool's own binary for the receiver: %w", err)
 	}
-	ingestURL, workerURL := localURL(cfg.Ingest.Listen), localURL(cfg.Worker.Listen)
-	receiverURL := "http://" + receiverAddr
+	ingestListen, err := onHost(*host, cfg.Ingest.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ingest.listen: %w", err)
+	}
+	workerListen, err := onHost(*host, cfg.Worker.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("worker.listen: %w", err)
+	}
 	for _, addr := range []struct{ name, listen string }{
-		{"ingest", cfg.Ingest.Listen}, {"worker", cfg.Worker.Listen}, {"receiver", receiverAddr},
+		{"ingest", ingestListen}, {"worker", workerListen}, {"receiver", receiverAddr},
 	} {
-		if err := checkFree(addr.listen); err != nil {
+		if err := devlocal.CheckFree(addr.listen); err != nil {
 			return nil, fmt.Errorf("%s cannot listen on %s: %w (is another `make run` still running?)", addr.name, addr.listen, err)
 		}
 	}
 	return &runOptions{
 		configPath: *configPath, binDir: *binDir, cfg: cfg,
 		ingestBin: ingestBin, workerBin: workerBin, self: self,
-		ingestURL: ingestURL, workerURL: workerURL, receiverURL: receiverURL,
+		ingestListen: ingestListen, workerListen: workerListen, receiverListen: receiverAddr,
+		ingestURL: localURL(ingestListen), workerURL: localURL(workerListen), receiverURL: "http://" + receiverAddr,
 	}, nil
+}
+
+// isLoopback reports whether host is a loopback address or localhost.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// onHost is listen's port on host.
+func onHost(host, listen string) (string, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port: %w", listen, err)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // runEnv is the environment of the processes `devtool run` starts:
@@ -187,16 +218,16 @@ type runChild struct {
 // start: the supervisor stops them in reverse.
 func (o *runOptions) children() []runChild {
 	return []runChild{
-		{"receiver", o.self, []string{"receive", "--listen", receiverAddr}, o.receiverURL + "/healthz"},
-		{"worker", o.workerBin, []string{"--config", o.configPath}, o.workerURL + "/healthz"},
-		{"ingest", o.ingestBin, []string{"--config", o.configPath}, o.ingestURL + "/healthz"},
+		{"receiver", o.self, []string{"receive", "--listen", o.receiverListen}, o.receiverURL + "/healthz"},
+		{"worker", o.workerBin, []string{"--config", o.configPath, "--listen", o.workerListen}, o.workerURL + "/healthz"},
+		{"ingest", o.ingestBin, []string{"--config", o.configPath, "--listen", o.ingestListen}, o.ingestURL + "/healthz"},
 	}
 }
 
 // startChildren starts every child, in order, before any is waited for.
-func startChildren(sup *supervisor, children []runChild, env []string) error {
+func startChildren(sup *devlocal.Supervisor, children []runChild, env []string) error {
 	for _, c := range children {
-		if err := sup.start(c.name, c.path, c.args, env); err != nil {
+		if err := sup.Start(c.name, c.path, c.args, env); err != nil {
 			return err
 		}
 	}
@@ -204,9 +235,9 @@ func startChildren(sup *supervisor, children []runChild, env []string) error {
 }
 
 // waitChildren waits until every child answers its /healthz.
-func waitChildren(ctx context.Context, sup *supervisor, children []runChild) error {
+func waitChildren(ctx context.Context, sup *devlocal.Supervisor, children []runChild) error {
 	for _, c := range children {
-		if err := waitHealthy(ctx, sup, c.name, c.health); err != nil {
+		if err := devlocal.WaitHealthy(ctx, sup, c.name, c.health); err != nil {
 			return err
 		}
 	}
@@ -215,13 +246,13 @@ func waitChildren(ctx context.Context, sup *supervisor, children []runChild) err
 
 // untilDone waits for Ctrl-C or a child's exit; runSystem's deferred stops
 // then take everything down.
-func untilDone(ctx context.Context, con *console, sup *supervisor, grace time.Duration) error {
+func untilDone(ctx context.Context, con *devlocal.Console, sup *devlocal.Supervisor, grace time.Duration) error {
 	select {
 	case <-ctx.Done():
-		con.printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)
+		con.Printf("devtool", "stopping: ingest, worker, receiver, then Postgres (each gets up to %s)", grace)
 		return nil
-	case p := <-sup.exited:
-		return fmt.Errorf("%s exited unexpectedly (%s; its output is above); stopped the rest", p.name, exitText(p.err))
+	case p := <-sup.Exited():
+		return fmt.Errorf("%s exited unexpectedly (%s; its output is above); stopped the rest", p.Name(), p.ExitText())
 	}
 }
 
@@ -253,25 +284,6 @@ func claimsHelp(dbURL, workerBin, configPath string) string {
 `, dbURL, workerBin, configPath)
 }
 
-// checkExecutable reports a missing binary with how to build it.
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not built (no executable at %s); build the binaries first: go build -o %s/ ./cmd/ingest ./cmd/worker ./cmd/devtool (make run does this)",
-			filepath.Base(path), path, filepath.Dir(path))
-	}
-	return nil
-}
-
-// checkFree reports whether addr can be listened on, by doing so briefly.
-func checkFree(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return ln.Close()
-}
-
 // localURL turns a listen address into a URL on this machine: a missing or
 // wildcard host becomes 127.0.0.1.
 func localURL(listen string) string {
@@ -283,35 +295,4 @@ func localURL(listen string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// waitHealthy polls url until it answers 200, failing early when a child
-// exits or ctx ends.
-func waitHealthy(ctx context.Context, sup *supervisor, name, url string) error {
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(healthTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", name, err)
-		}
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer %s with 200 within %s", name, url, healthTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case p := <-sup.exited:
-			return fmt.Errorf("%s exited while starting (%s; its output is above)", p.name, exitText(p.err))
-		case <-tick.C:
-		}
-	}
 }

@@ -1,19 +1,13 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hookgate/hookgate/internal/proctest"
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/devsecret"
@@ -31,44 +25,6 @@ func TestLocalURL(t *testing.T) {
 	} {
 		require.Equal(t, want, localURL(listen), listen)
 	}
-}
-
-func TestCheckExecutable(t *testing.T) {
-	t.Parallel()
-
-	err := checkExecutable(t.TempDir() + "/worker")
-	require.ErrorContains(t, err, "worker is not built")
-	require.ErrorContains(t, err, "go build -o ")
-	require.NoError(t, checkExecutable("/bin/sh"))
-}
-
-func TestServesDir(t *testing.T) {
-	t.Parallel()
-
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	require.True(t, servesDir(os.Getpid(), wd))
-	require.True(t, servesDir(os.Getpid(), "."))
-	require.False(t, servesDir(os.Getpid(), t.TempDir()))
-	require.False(t, servesDir(1<<22+1, wd), "no such pid") // above the kernel's pid_max
-}
-
-func TestStopLeftoverServerIgnoresStalePIDFile(t *testing.T) {
-	t.Parallel()
-
-	// A pid file left by a crash, naming a live process that is not the
-	// server (this test): nothing is signalled, and the file is left for
-	// Postgres to replace.
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "postmaster.pid")
-	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"+dir+"\n"), 0o600))
-	out := &proctest.Buffer{}
-	require.NoError(t, stopLeftoverServer(dir, &console{w: out}))
-	require.Empty(t, out.String())
-	require.FileExists(t, pidFile)
-
-	// No pid file: no server.
-	require.NoError(t, stopLeftoverServer(t.TempDir(), &console{w: out}))
 }
 
 func TestBanner(t *testing.T) {
@@ -93,49 +49,6 @@ func TestBanner(t *testing.T) {
 	help := claimsHelp("postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable", ".local/bin/worker", "hookgate.example.yaml")
 	require.Contains(t, help, "make claims ARGS='list'")
 	require.Contains(t, help, "DATABASE_URL='postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable' .local/bin/worker --config hookgate.example.yaml claims list")
-}
-
-func TestStartClusterRefusesABusyPort(t *testing.T) {
-	t.Parallel()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	dir := filepath.Join(t.TempDir(), "pg")
-	out := &proctest.Buffer{}
-	_, err = startCluster(t.Context(), &console{w: out}, dir, ln.Addr().(*net.TCPAddr).Port)
-	require.ErrorContains(t, err, "the local Postgres's port "+ln.Addr().String()+" is in use")
-	require.ErrorContains(t, err, "DATABASE_URL")
-	require.NoDirExists(t, dir, "no cluster is initialized beside a server that may still use the directory")
-}
-
-func TestWithPermissionHint(t *testing.T) {
-	t.Parallel()
-
-	denied := errors.New(`starting postgres in /x/.local/pg: exit status 1: could not change directory to "/x/.local/pg": Permission denied`)
-	other := errors.New("starting postgres in /x/.local/pg: exit status 1: FATAL: database files are incompatible with server")
-	for _, tt := range []struct {
-		name     string
-		err      error
-		root     bool
-		wantHint bool
-	}{
-		{"PermissionAsRoot", denied, true, true},
-		{"WrappedErrPermissionAsRoot", fmt.Errorf("creating: %w", fs.ErrPermission), true, true},
-		{"OtherErrorAsRoot", other, true, false},
-		{"PermissionNotRoot", denied, false, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			err := withPermissionHint(tt.err, "/x/.local/pg", tt.root)
-			require.ErrorIs(t, err, tt.err)
-			if tt.wantHint {
-				require.ErrorContains(t, err, "every parent directory must be o+x")
-			} else {
-				require.Equal(t, tt.err, err)
-			}
-		})
-	}
 }
 
 // make run's console: a password for each user left unset, generated

@@ -13,9 +13,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/devlocal"
+	"github.com/hookgate/hookgate/internal/proctest"
 )
 
 // ingestStub stands in for ingest: it verifies each request with the
@@ -112,7 +116,7 @@ func TestSend(t *testing.T) {
 			require.Equal(t, "evt_test_1", first.header.Get("webhook-id"))
 			require.Equal(t, "application/json", first.header.Get("Content-Type"))
 
-			var ev demoEvent
+			var ev devlocal.DemoEvent
 			require.NoError(t, json.Unmarshal(first.body, &ev))
 			require.Equal(t, "evt_test_1", ev.ID)
 			require.Equal(t, "invoice.paid", ev.Type)
@@ -158,4 +162,58 @@ func TestSendUnreachable(t *testing.T) {
 	require.ErrorContains(t, err, "ingest is not reachable at http://"+addr)
 	require.ErrorContains(t, err, "make run")
 	require.Equal(t, 1, exitCode(err, &out))
+}
+
+// `send --fail N` makes the demo receiver answer 503 first, then sends N
+// events, each with an id of its own; the receiver, failing, records no
+// effect until the window ends.
+func TestSendFail(t *testing.T) {
+	t.Parallel()
+
+	wh, err := standardwebhooks.NewWebhook(demoWebhookSecret)
+	require.NoError(t, err)
+	stub := &ingestStub{wh: wh}
+	ingestSrv := httptest.NewServer(stub)
+	t.Cleanup(ingestSrv.Close)
+	var rcvOut proctest.Buffer
+	rcv := newReceiver(&rcvOut)
+	rcvSrv := httptest.NewServer(rcv.routes())
+	t.Cleanup(rcvSrv.Close)
+
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"devtool", "send", "--url", ingestSrv.URL + "/webhooks/demo", "--times", "1",
+		"--fail", "3", "--fail-for", "2m", "--receiver", rcvSrv.URL}, func(string) string { return "" }, &out, &out)
+	require.NoError(t, err, out.String())
+	require.Contains(t, out.String(), "the demo receiver answers 503 until ")
+	require.Contains(t, out.String(), "its circuit opens")
+
+	stub.mu.Lock()
+	ids := map[string]bool{}
+	for _, r := range stub.requests {
+		require.NoError(t, r.err)
+		ids[r.header.Get("webhook-id")] = true
+	}
+	stub.mu.Unlock()
+	require.Len(t, ids, 3, "three events, each its own id")
+
+	rcv.mu.Lock()
+	until := rcv.failUntil
+	rcv.mu.Unlock()
+	require.WithinDuration(t, time.Now().Add(2*time.Minute), until, time.Minute, "failing for --fail-for")
+
+	for _, bad := range [][]string{{"--fail", "-1"}, {"--fail", "101"}, {"--fail", "2", "--id", "evt_x"}} {
+		err := run(context.Background(), append([]string{"devtool", "send", "--url", ingestSrv.URL, "--receiver", rcvSrv.URL}, bad...), func(string) string { return "" }, &out, &out)
+		require.Error(t, err, bad)
+	}
+
+	// No receiver: said plainly, and nothing is sent.
+	rcvSrv.Close()
+	stub.mu.Lock()
+	before := len(stub.requests)
+	stub.mu.Unlock()
+	err = run(context.Background(), []string{"devtool", "send", "--url", ingestSrv.URL, "--fail", "1", "--receiver", rcvSrv.URL}, func(string) string { return "" }, &out, &out)
+	require.ErrorContains(t, err, "the demo receiver is not reachable at "+rcvSrv.URL)
+	stub.mu.Lock()
+	require.Len(t, stub.requests, before)
+	stub.mu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // TestGroupCommitNoAckBeforeCommit kills Postgres (a cluster of the test's
@@ -55,9 +56,9 @@ CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON webhook_event_claims
 	tx, err := s.pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload)
-SELECT 'stripe', 'evt_hold_' || i, 'invoice.paid', 'processing', '{}' FROM generate_series(0, $1 - 1) AS i`, held)
-	require.NoError(t, err)
+	for i := range held {
+		testfactory.Claim(ctx, t, tx, &testfactory.ClaimOpts{EventID: fmt.Sprintf("evt_hold_%d", i)})
+	}
 
 	replies := map[string]int{}
 	var mu sync.Mutex

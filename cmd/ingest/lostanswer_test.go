@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 )
 
@@ -48,17 +49,21 @@ func TestCommittedClaimWhoseAnswerWasLost(t *testing.T) {
 	require.Equal(t, "processing", c.Status)
 	deliveries := map[string]string{"ship-order": "processing", "ledger": "processing"}
 	require.Equal(t, deliveries, s.deliveries(t, "stripe", "evt_lost_answer"))
-	jobsOf := func() int {
-		return s.count(t, `SELECT count(*) FROM river_job WHERE args->>'event_id' = 'evt_lost_answer'`)
+	// One job per delivery, of the warm-up event and of this one.
+	var jobs []claim.DeliveryArgs
+	for _, id := range []string{"evt_warm", "evt_lost_answer"} {
+		for route := range deliveries {
+			jobs = append(jobs, claim.DeliveryArgs{Provider: "stripe", EventID: id, Route: route})
+		}
 	}
-	require.Equal(t, 2, jobsOf())
+	s.requireJobs(t, jobs...)
 
 	r = s.post(t, event)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, duplicate, r.body, "the provider's retry finds the committed claim")
 	require.Equal(t, 1, s.count(t, `SELECT count(*) FROM webhook_event_claims WHERE event_id = 'evt_lost_answer'`))
 	require.Equal(t, deliveries, s.deliveries(t, "stripe", "evt_lost_answer"), "the deliveries once")
-	require.Equal(t, 2, jobsOf(), "one job per delivery, not one more for the retry")
+	s.requireJobs(t, jobs...) // not one more for the retry
 }
 
 // lostAnswerProxy forwards TCP connections to a Postgres server. Once

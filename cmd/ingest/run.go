@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer flushTraces(ctx, tracing, logger)
+	defer tracing.Flush(ctx, logger)
 	srv.WithTracing(tracing)
 
 	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
@@ -157,13 +157,4 @@ func claimGroups(cfg *config.Config, cells *cell.Set, reg *prometheus.Registry) 
 		return float64(n)
 	}))
 	return claims, ready
-}
-
-// flushTraces exports the spans still buffered, for a few seconds at most.
-func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := t.Shutdown(fctx); err != nil {
-		logger.Warn("traces not flushed", slog.String("error", err.Error()))
-	}
 }

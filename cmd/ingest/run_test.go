@@ -27,6 +27,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -311,7 +312,10 @@ func (s *server) claims(t testing.TB) int {
 	return s.count(t, `SELECT count(*) FROM webhook_event_claims`)
 }
 
-func (s *server) jobs(t testing.TB) int { return s.count(t, `SELECT count(*) FROM river_job`) }
+// jobs counts the jobs in the database, read through River's API.
+func (s *server) jobs(t testing.TB) int {
+	return len(testfactory.Jobs(context.Background(), t, s.pool, testfactory.JobWhere{}))
+}
 
 func (s *server) deliveries(t testing.TB, provider, id string) map[string]string {
 	t.Helper()

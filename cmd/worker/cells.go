@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -58,11 +59,13 @@ func servedCells(pools []cli.CellPool, flag string) ([]cli.CellPool, error) {
 // cellParts are what the worker builds for each cell besides its River
 // client.
 type cellParts struct {
-	boot     *cli.Server
-	metrics  *deliver.Metrics
-	reg      *prometheus.Registry
-	tracing  *telemetry.Tracing
-	delivery []*deliver.Worker
+	boot    *cli.Server
+	metrics *deliver.Metrics
+	reg     *prometheus.Registry
+	tracing *telemetry.Tracing
+	// reconciler runs the providers' reconciliation, in each cell's client.
+	reconciler *reconcile.Reconciler
+	delivery   []*deliver.Worker
 }
 
 // labelled is reg, adding cell="name" to every metric registered through
@@ -101,7 +104,7 @@ func (p *cellParts) jobs(c cell.Pool) (*river.Client[pgx.Tx], error) {
 		return nil, err
 	}
 	p.delivery = append(p.delivery, delivery)
-	return newJobClient(p.boot, c, delivery, p.labelled(c.Name), p.logger(c.Name), p.tracing)
+	return newJobClient(p.boot, c, delivery, p.reconciler, p.labelled(c.Name), p.logger(c.Name), p.tracing)
 }
 
 // close stops the delivery workers' call goroutines, once River has

@@ -33,7 +33,8 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	var (
 		common        = c.common
 		env           = c.env
-		f             claim.ExportFilter
+		f             claim.Search
+		payloads      bool
 		status        string
 		since, before string
 	)
@@ -42,7 +43,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.Provider, "provider", "", "only claims of this provider")
 	fs.StringVar(&since, "since", "", "only claims first seen at or after this RFC 3339 time")
 	fs.StringVar(&before, "before", "", "only claims first seen before this RFC 3339 time")
-	fs.BoolVar(&f.Payloads, "payloads", false, "add each claim's raw payload, base64-encoded (absent once retention cleared it)")
+	fs.BoolVar(&payloads, "payloads", false, "add each claim's raw payload, base64-encoded (absent once retention cleared it)")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	w := bufio.NewWriter(env.Stdout)
 	enc := json.NewEncoder(w)
 	var v exportView
-	err = store.Export(ctx, f, func(e *claim.Exported) error {
+	err = store.Export(ctx, f, payloads, func(e *claim.Exported) error {
 		v.Record, v.Payload = e.Record, e.Payload
 		v.Deliveries = claim.AppendDeliveryViews(v.Deliveries[:0], e.Deliveries, cfg.MaxAttempts)
 		for i, d := range e.Deliveries {

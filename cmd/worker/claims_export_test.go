@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -77,4 +78,25 @@ func TestClaimsExport(t *testing.T) {
 		err := run(t.Context(), append([]string{"worker", "claims", "export"}, strings.Fields(args)...), env, io.Discard, io.Discard)
 		require.ErrorContains(t, err, want, args)
 	}
+}
+
+// TestClaimsExportDeliveriesWithout pins how claims export writes a claim
+// without deliveries (an ignored one): "deliveries":null when it is the
+// first line, [] after a claim that had some, as it always has.
+func TestClaimsExportDeliveriesWithout(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	env := getenv(map[string]string{"DATABASE_URL": db.URL, "HOOKGATE_CONFIG": writeConfig(t, "http://127.0.0.1:1")})
+	ctx := t.Context()
+	testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{EventID: "evt_ign_1", Status: claim.Ignored, FirstSeenAt: testfactory.Ago(3 * time.Hour)})
+	testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{EventID: "evt_sent", Status: claim.Completed, FirstSeenAt: testfactory.Ago(2 * time.Hour),
+		Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryCompleted}}})
+	testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{EventID: "evt_ign_2", Status: claim.Ignored, FirstSeenAt: testfactory.Ago(time.Hour)})
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, []string{"worker", "claims", "export"}, env, &out, io.Discard))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3)
+	require.Regexp(t, `^\{"provider":"stripe","event_id":"evt_ign_1",.*,"deliveries":null\}$`, lines[0])
+	require.Regexp(t, `"deliveries":\[\{"route":"ship","status":"completed","attempt_count":0,"max_attempts":3,"idempotency_key":"hg1_[0-9a-f]{64}","updated_at":"[^"]+","completed_at":"[^"]+","attempts":\[\]\}\]\}$`, lines[1])
+	require.Regexp(t, `^\{"provider":"stripe","event_id":"evt_ign_2",.*,"deliveries":\[\]\}$`, lines[2])
 }

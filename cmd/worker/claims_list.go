@@ -21,7 +21,7 @@ func (c *claimsListCommand) Run(ctx context.Context, args []string) error {
 	var (
 		common = c.common
 		env    = c.env
-		f      claim.Filter
+		f      claim.Search
 		status string
 		asJSON bool
 	)
@@ -51,7 +51,7 @@ func (c *claimsListCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	claims, err := store.List(ctx, f)
+	claims, err := store.SearchClaims(ctx, f)
 	if err != nil {
 		return err
 	}

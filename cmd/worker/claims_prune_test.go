@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestClaimsPrune(t *testing.T) {
@@ -16,14 +20,16 @@ func TestClaimsPrune(t *testing.T) {
 	db := dbtest.NewDB(t)
 	env := getenv(map[string]string{"DATABASE_URL": db.URL,
 		"HOOKGATE_CONFIG": appendConfig(t, writeConfig(t, "http://127.0.0.1:1"), "retention:\n  claims: 2h\n  payloads: 1h\n  batch_size: 3\n")})
-	_, err := db.Pool.Exec(t.Context(), `
-INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at)
-SELECT 'stripe', 'evt_old_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '3 hours' FROM generate_series(1, 7) i
-UNION ALL
-SELECT 'stripe', 'evt_mid_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '90 minutes' FROM generate_series(1, 2) i
-UNION ALL
-SELECT 'stripe', 'evt_young', 'invoice.paid', 'ignored', '{}'::bytea, now()`)
-	require.NoError(t, err)
+	ignored := func(id string, terminal *testfactory.When) {
+		testfactory.Claim(t.Context(), t, db.Pool, &testfactory.ClaimOpts{EventID: id, Status: claim.Ignored, TerminalAt: terminal})
+	}
+	for i := range 7 {
+		ignored(fmt.Sprintf("evt_old_%d", i+1), testfactory.Ago(3*time.Hour))
+	}
+	for i := range 2 {
+		ignored(fmt.Sprintf("evt_mid_%d", i+1), testfactory.Ago(90*time.Minute))
+	}
+	ignored("evt_young", testfactory.Now())
 	prune := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
@@ -59,6 +65,6 @@ SELECT 'stripe', 'evt_young', 'invoice.paid', 'ignored', '{}'::bytea, now()`)
 	require.Equal(t, 1, left())
 	require.Equal(t, "deleted 0 claims (terminal for over 2h0m0s) and cleared 0 payloads (terminal for over 1h0m0s)\n", prune())
 
-	err = run(t.Context(), []string{"worker", "claims", "prune", "now"}, env, io.Discard, io.Discard)
+	err := run(t.Context(), []string{"worker", "claims", "prune", "now"}, env, io.Discard, io.Discard)
 	require.ErrorContains(t, err, `unexpected argument "now"`)
 }

@@ -58,7 +58,7 @@ func (c *claimsRetryCommand) Run(ctx context.Context, args []string) error {
 }
 
 func retryOne(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider, eventID string, force bool, out io.Writer) error {
-	res, err := cliActions(store, pool, nil, nil).Retry(ctx, operator.CLIActor(), provider, eventID, force)
+	res, err := cliActions(store, pool, nil, nil).Retry(operator.CLI(ctx), provider, eventID, force)
 	if err != nil {
 		return err
 	}
@@ -70,14 +70,14 @@ func retryOne(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provi
 	return nil
 }
 
-// cliActions returns the operator actions a command takes, audited as the
-// OS user running it.
+// cliActions returns the operator actions a command takes; each is audited
+// as the OS user running it, from the context operator.CLI gives.
 func cliActions(store *claim.Store, pool *pgxpool.Pool, queues claim.Queues, routes []string) *operator.Actions {
 	return &operator.Actions{Store: store, Queues: queues, Routes: routes}
 }
 
 func retryFailed(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider string, force bool, out io.Writer) error {
-	res, err := cliActions(store, pool, nil, nil).BulkRetry(ctx, operator.CLIActor(), claim.Search{Provider: provider}, force, false,
+	res, err := cliActions(store, pool, nil, nil).BulkRetry(operator.CLI(ctx), claim.Search{Provider: provider}, force, false, nil,
 		func(k claim.EventKey, n int) {
 			fmt.Fprintf(out, "%s: reopened %s\n", k, plural(n, "delivery", "deliveries"))
 		})

@@ -69,6 +69,7 @@ func printClaim(w io.Writer, v claim.View) error {
 		{"event type", orDash(v.EventType)},
 		{"object id", orDash(v.ObjectID)},
 		{"status", string(v.Status)},
+		{"source", orDash(v.Source)},
 		{"attempts", fmt.Sprint(v.AttemptCount)},
 		{"first seen", stamp(&v.FirstSeenAt)},
 		{"updated", stamp(&v.UpdatedAt)},

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -99,4 +100,37 @@ func TestConsoleServedByWorker(t *testing.T) {
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n))
 	require.Zero(t, n, "nothing was done")
+}
+
+// The worker's API reads through console.read_pool: a read past its
+// statement_timeout is answered 503 naming it, while /readyz, on the
+// worker's own pool, answers 200.
+func TestConsoleReadsTimeOut(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	cfg := appendConfig(t, writeConsoleConfig(t, "http://127.0.0.1:1"), "  read_pool: {max_conns: 1, statement_timeout: 300ms}\n")
+	addr, _ := startWorker(t, workerEnv(db, cfg))
+	base := "http://" + addr
+	viewer := func(r *http.Request) { r.Header.Set("Authorization", "Bearer ci-token-abcdefghijkl") }
+	// The read pool's first connection, made within its wait timeout or
+	// for the next try.
+	require.Eventually(t, func() bool { return get(t, base+"/api/v1/stats", viewer) == http.StatusOK }, 30*time.Second, 10*time.Millisecond)
+
+	lock, err := db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = lock.Exec(t.Context(), `LOCK TABLE webhook_event_claims IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, base+"/api/v1/stats", nil)
+	require.NoError(t, err)
+	viewer(req)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, string(body))
+	require.JSONEq(t, `{"error":"the read ran past console.read_pool.statement_timeout (300ms) and was cancelled: narrow the filters or the window"}`,
+		string(body))
+	require.Equal(t, http.StatusOK, get(t, base+"/readyz", nil))
+	require.NoError(t, lock.Rollback(t.Context()))
+	require.Equal(t, http.StatusOK, get(t, base+"/api/v1/stats", viewer))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // writeConfig writes a config whose one route posts to url and returns its path.
@@ -149,7 +150,7 @@ func newStore(t *testing.T, db *dbtest.DB) *claim.Store {
 // body, for the ship route, as ingest would on a first delivery.
 func claimEvent(t *testing.T, store *claim.Store, id, payload string) {
 	t.Helper()
-	_, err := store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(payload)},
+	_, err := testfactory.ClaimEvent(t.Context(), store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", Payload: []byte(payload)},
 		[]string{"ship"}, true)
 	require.NoError(t, err)
 }

@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/lockout"
+	"github.com/hookgate/hookgate/internal/operator"
 )
 
 // The River UI's mount point and the one user its basic auth accepts.
@@ -33,6 +36,9 @@ type ops struct {
 	// guard limits failed sign-ins per client address and name, for the
 	// River UI and the console alike.
 	guard *lockout.Guard
+	// audit takes the audit rows of the River UI's failed sign-ins, as the
+	// console's are; nil writes none (they are logged all the same).
+	audit operator.Auditor
 	// console serves the operator API and the web console; nil when
 	// console.users and console.tokens are both empty, so that both 404.
 	console http.Handler
@@ -121,8 +127,8 @@ func (o *ops) basicAuth(user, password string, next http.Handler) http.Handler {
 		userOK := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
 		passOK := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
 		if userOK&passOK != 1 {
-			if given && o.guard.Fail(client, u) {
-				o.logger.Warn("River UI: too many failed sign-ins; refusing the client for a minute")
+			if given {
+				o.failedUI(r, client, u, userOK == 1)
 			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="hookgate River UI", charset="UTF-8"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
@@ -131,6 +137,30 @@ func (o *ops) basicAuth(user, password string, next http.Handler) http.Handler {
 		o.guard.Succeed(client, u)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// failedUI counts a failed sign-in to the River UI under the same guard
+// as the console's and records it as they are: an audit row (which logs
+// its line) under the UI's user name or a placeholder, never what the
+// request sent, with the address it came from.
+func (o *ops) failedUI(r *http.Request, client, name string, knownUser bool) {
+	actor := "(unknown user)"
+	if knownUser {
+		actor = uiUser
+	}
+	if o.guard.Fail(client, name) {
+		o.logger.Warn("River UI: too many failed sign-ins; refusing the client for a minute", slog.String("user", actor))
+	}
+	source, _, _ := net.SplitHostPort(r.RemoteAddr)
+	detail := map[string]string{"via": "river ui", "source": source}
+	if o.audit == nil {
+		o.logger.Info("River UI: failed sign-in", slog.String("user", actor), slog.String("source", source))
+		return
+	}
+	if err := operator.Audit(claim.WithActor(context.WithoutCancel(r.Context()), actor), o.audit, o.logger,
+		claim.AuditEntry{Action: operator.ActionFailedSignIn, Detail: detail}); err != nil {
+		o.logger.Error("River UI: auditing a failed sign-in", slog.String("error", err.Error()))
+	}
 }
 
 // readOnly lets through only the requests that read (GET and HEAD): the

@@ -11,11 +11,13 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 const uiTestPassword = "ui-test-password"
@@ -70,9 +72,7 @@ func (b *opsBundle) job(t *testing.T, id string) int64 {
 
 func (b *opsBundle) jobExists(t *testing.T, id int64) bool {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE id = $1`, id).Scan(&n))
-	return n == 1
+	return len(testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{ID: id})) == 1
 }
 
 // call sends one request to the ops server with basic auth (when user is
@@ -117,9 +117,8 @@ func TestRiverUIReadOnly(t *testing.T) {
 		require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 	}
 	require.True(t, b.jobExists(t, id), "the job is still there")
-	var state string
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state))
-	require.Equal(t, "scheduled", state, "neither cancelled nor retried")
+	require.Equal(t, rivertype.JobStateScheduled, testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{ID: id})[0].State,
+		"neither cancelled nor retried")
 	var paused int
 	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_queue WHERE paused_at IS NOT NULL`).Scan(&paused))
 	require.Zero(t, paused, "no queue paused")

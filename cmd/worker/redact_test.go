@@ -75,3 +75,69 @@ func TestEchoedSecretNeverStoredOrLogged(t *testing.T) {
 		}
 	}
 }
+
+// The attempt history keeps no credential the route sends, however it
+// sends it: an Authorization given as a plain headers: value (which no
+// secret list names, so only its name redacts it) and a secret_headers
+// value too short for the echo redactor (under 4 bytes) are both
+// [redacted] in the request the store keeps and the operator API shows;
+// a plain header that is no credential is kept as sent.
+func TestRecordedRequestRedactsCredentialsByName(t *testing.T) {
+	t.Parallel()
+	const plainAuth, pin = "Bearer plain-tok-9f8e7d6c", "7q2"
+	db := dbtest.NewDB(t)
+	var seen atomic.Value
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Clone())
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(down.Close)
+	cfgPath := appendConfig(t, writeConfig(t, down.URL), `    headers: {Authorization: "`+plainAuth+`", X-Tenant: acme}
+    secret_headers: {X-Pin: T_SHIP_PIN}
+console:
+  users:
+    - name: alice
+      role: operator
+      password_env: T_ALICE
+`)
+	env := workerEnv(db, cfgPath)
+	env["T_SHIP_PIN"] = pin
+	worker := serveWorker(t, env)
+
+	store := newStore(t, db)
+	claimEvent(t, store, "evt_1", `{}`)
+	waitStatus(t, store, "evt_1", claim.Completed, worker.logs)
+	sent := seen.Load().(http.Header)
+	require.Equal(t, plainAuth, sent.Get("Authorization"), "the downstream got the credentials")
+	require.Equal(t, pin, sent.Get("X-Pin"))
+
+	want := map[string][]string{"Authorization": {"[redacted]"}, "X-Pin": {"[redacted]"}, "X-Tenant": {"acme"}}
+	all, err := store.Attempts(t.Context(), "stripe", "evt_1", true)
+	require.NoError(t, err)
+	require.Len(t, all["ship"], 1)
+	got := all["ship"][0].Request
+	require.NotNil(t, got)
+	for name, v := range want {
+		require.Equal(t, v, got.Headers[name], "stored %s", name)
+	}
+
+	detail := apiGetAs(t, "http://"+worker.addr, "alice", alicePassword, "/api/v1/claims/stripe/evt_1")
+	var v struct {
+		Deliveries []struct {
+			Attempts []struct {
+				Request *struct {
+					Headers map[string][]string `json:"headers"`
+				} `json:"request"`
+			} `json:"attempts"`
+		} `json:"deliveries"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(detail), &v), detail)
+	require.Len(t, v.Deliveries, 1, detail)
+	require.Len(t, v.Deliveries[0].Attempts, 1, detail)
+	req := v.Deliveries[0].Attempts[0].Request
+	require.NotNil(t, req, "an operator reads the request: %s", detail)
+	for name, vals := range want {
+		require.Equal(t, vals, req.Headers[name], "the API's %s", name)
+	}
+	require.NotContains(t, detail, "plain-tok")
+}

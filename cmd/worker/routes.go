@@ -110,7 +110,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	views := make([]routeView, len(states))
 	for i, st := range states {
 		r := cfg.Routes[i]
-		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.Backlog(),
+		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.QueuedJobs(),
 			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
 	}
 	if asJSON {
@@ -160,14 +160,14 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 	defer db.pool.Close()
 	actions := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg))
 	if pause {
-		if err := actions.PauseRoute(ctx, operator.CLIActor(), name); err != nil {
+		if err := actions.PauseRoute(operator.CLI(ctx), name); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "paused route %s (queue %s): every worker finishes the attempts in flight and starts no new ones; ingest keeps accepting and queueing its events\n",
 			name, claim.Queue(name))
 		return nil
 	}
-	was, err := actions.ResumeRoute(ctx, operator.CLIActor(), name)
+	was, err := actions.ResumeRoute(operator.CLI(ctx), name)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (c *routesCloseBreakerCommand) Run(ctx context.Context, args []string) erro
 		return err
 	}
 	defer db.pool.Close()
-	was, err := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg)).CloseBreaker(ctx, operator.CLIActor(), name)
+	was, err := cliActions(db.store, db.pool, db.queues, routeNames(db.cfg)).CloseBreaker(operator.CLI(ctx), name)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestRoutesCommands(t *testing.T) {
 		claimEvent(t, store, id, `{}`)
 	}
 	// One more event whose ship delivery waits for a route that runs first.
-	_, err := store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
+	_, err := testfactory.ClaimEvent(t.Context(), store, claim.Event{Provider: "stripe", ID: "evt_3", Type: "invoice.paid", Payload: []byte(`{}`),
 		After: map[string][]string{"ship": {"first"}}}, []string{"first", "ship"}, true)
 	require.NoError(t, err)
 	routes := func(args ...string) string {
@@ -87,7 +87,7 @@ func TestRoutesCommands(t *testing.T) {
 
 	// Closing the circuit by hand: open, it closes; closed, nothing changes.
 	_, err = store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: time.Hour,
-		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+		MaxCoolDown: time.Hour}, nil)
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^ship\s+active\s+open \(probe at \S+\)\s`, routes("list"))
 	require.Equal(t, "closed the circuit of route ship: workers send its waiting deliveries again\n", routes("close-breaker", "ship"))
@@ -95,13 +95,15 @@ func TestRoutesCommands(t *testing.T) {
 	require.Equal(t, "the circuit of route ship was closed already\n", routes("close-breaker", "ship"))
 
 	// Each action is audited under the OS user who ran it; listing is not.
-	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	entries, err := claim.NewStore(db.Pool, nil, nil).AuditRows(t.Context(), claim.AuditFilter{}, 10, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 6)
 	require.Equal(t, claim.ActorBreaker, entries[2].Actor, "the breaker's own opening")
+	require.Empty(t, entries[2].Origin)
 	for i, want := range []string{claim.ActionBreakerClose, claim.ActionBreakerClose} {
 		require.Equal(t, want, entries[i].Action)
 		require.Equal(t, operator.CLIActor(), entries[i].Actor)
+		require.Equal(t, claim.OriginCLI, entries[i].Origin, "closed by hand from the CLI")
 	}
 	entries = entries[3:]
 	for i, want := range []string{operator.ActionResume, operator.ActionResume, operator.ActionPause} {
@@ -131,7 +133,7 @@ func TestClaimsRetryAudited(t *testing.T) {
 	err := run(t.Context(), []string{"worker", "claims", "retry", "stripe", "evt_1"}, env, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "stripe/evt_1 is still processing", "refused: no audit row")
 
-	entries, err := operator.ListAudit(t.Context(), db.Pool, 10, nil)
+	entries, err := claim.NewStore(db.Pool, nil, nil).AuditRows(t.Context(), claim.AuditFilter{}, 10, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	require.Equal(t, operator.ActionBulkRetry, entries[0].Action)
@@ -140,6 +142,7 @@ func TestClaimsRetryAudited(t *testing.T) {
 	require.Equal(t, "stripe/evt_2", entries[1].Target)
 	for _, e := range entries {
 		require.Equal(t, operator.CLIActor(), e.Actor)
+		require.Equal(t, claim.OriginCLI, e.Origin)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
 	"github.com/hookgate/hookgate/internal/telemetry"
@@ -27,7 +28,8 @@ import (
 const usage = `worker [--config FILE] [--listen ADDR] [--cells NAME,...]
        worker migrate [--config FILE]
        ` + claimsUsage + `
-       ` + routesUsage
+       ` + routesUsage + `
+       ` + reconcileUsage
 
 // River fetch tuning. A committed claim's job insert sends a NOTIFY, so
 // workers usually hear of new jobs at once; the cooldown bounds how often a
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	command, rest := fs.Arg(0), fs.Args()[1:]
 	switch command {
-	case "migrate", "claims", "routes":
+	case "migrate", "claims", "routes", "reconcile":
 		if common.Listen != "" {
 			return fmt.Errorf("--listen applies only when serving, not to %s (usage: %s)", command, usage)
 		}
@@ -82,8 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return dispatch(ctx, "claims", claimsUsage, common, env, rest, claimsCommands)
 	case "routes":
 		return dispatch(ctx, "routes", routesUsage, common, env, rest, routesCommands)
+	case "reconcile":
+		return (&reconcileCommand{common, env}).Run(ctx, rest)
 	}
-	return fmt.Errorf("unknown command %q: want migrate, claims or routes, or no command to serve (see worker --help)", command)
+	return fmt.Errorf("unknown command %q: want migrate, claims, routes or reconcile, or no command to serve (see worker --help)", command)
 }
 
 // sessionCost is the random_page_cost the worker's sessions plan with
@@ -125,11 +129,23 @@ func serve(ctx context.Context, common cli.Common, cellsFlag string, env cli.Env
 	if err != nil {
 		return err
 	}
-	defer flushTraces(ctx, tracing, logger)
-	parts := &cellParts{boot: boot, metrics: deliver.NewMetrics(reg, routes), reg: reg, tracing: tracing}
-	defer parts.close() // after River has stopped, below
-	cells, err := cell.New(cfg, pools, parts.jobs, boot.Routes.MaxAttempts)
+	defer tracing.Flush(ctx, logger)
+	// Each cell's River client needs the reconciliation's worker first: the
+	// reconciler reaches a provider's cell's store through cells once it is
+	// set, before River starts.
+	var cells *cell.Set
+	reconciler, err := newReconciler(boot, env.Getenv, func(provider string) reconcile.Store {
+		if c, ok := cells.ForProvider(provider); ok {
+			return c.Store
+		}
+		return cells.First().Store
+	}, reg)
 	if err != nil {
+		return err
+	}
+	parts := &cellParts{boot: boot, metrics: deliver.NewMetrics(reg, routes), reg: reg, tracing: tracing, reconciler: reconciler}
+	defer parts.close() // after River has stopped, below
+	if cells, err = cell.New(cfg, pools, parts.jobs, boot.Routes.MaxAttempts); err != nil {
 		return err
 	}
 	for _, c := range cells.All() {
@@ -144,10 +160,20 @@ func serve(ctx context.Context, common cli.Common, cellsFlag string, env cli.Env
 		defer stopPauseLog()
 	}
 
+	// The console's and the API's reads go through a pool of their own
+	// (claim.ReadPool), closed after the ops server.
+	var reads *claim.ReadPool
+	if cfg.Console.Enabled() {
+		// The first cell's URL: DATABASE_URL without cells:.
+		if reads, err = cli.OpenReadPool(cells.First().Pool.Config().ConnString(), cfg.Console.ReadPool); err != nil {
+			return err
+		}
+		defer reads.Close()
+	}
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, cells)
+	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, store: cells.First().Store})
 	if err != nil {
 		return err
 	}
@@ -170,15 +196,6 @@ func stopRiver(ctx context.Context, client *river.Client[pgx.Tx], timeout time.D
 	defer ccancel()
 	if err := client.StopAndCancel(cctx); err != nil {
 		logger.Error("stopping the job client", slog.String("error", err.Error()))
-	}
-}
-
-// flushTraces exports the spans still buffered, for a few seconds at most.
-func flushTraces(ctx context.Context, t *telemetry.Tracing, logger *slog.Logger) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
-	defer cancel()
-	if err := t.Shutdown(fctx); err != nil {
-		logger.Warn("traces not flushed", slog.String("error", err.Error()))
 	}
 }
 

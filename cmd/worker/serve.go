@@ -21,7 +21,7 @@ import (
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/lockout"
 	"github.com/hookgate/hookgate/internal/maintenance"
-	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
@@ -31,23 +31,27 @@ import (
 
 // newJobClient returns the River client that works cell c's delivery,
 // reconcile and retention jobs for boot's configuration: the cell's leader
-// runs its reconciler and retention, over the cell's pool.
-func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reg prometheus.Registerer, logger *slog.Logger, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
+// runs its jobs' reconciler, retention and its providers' reconciliation,
+// over the cell's pool.
+func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reconciler *reconcile.Reconciler, reg prometheus.Registerer, logger *slog.Logger, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
 	cfg, pool := boot.Config, c.Pool
-	reconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
+	jobsReconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
 	// the next run goes on where it stopped.
-	retainer := maintenance.NewRetainer(claim.NewStore(pool, nil, nil), cfg.Retention,
+	retained := claim.NewStore(pool, nil, nil)
+	retainer := maintenance.NewRetainer(retained, cfg.Retention,
 		min(cfg.Retention.Interval.D(), cfg.Worker.RescueAfter.D()*3/4), maintenance.NewRetentionMetrics(reg), logger).
 		WithAudit(func(ctx context.Context) (int, error) {
-			return operator.PruneAudit(ctx, pool, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
+			return retained.PruneAudit(ctx, cfg.Retention.AuditAge(), cfg.Retention.BatchSize)
 		})
 	jobRetention := maintenance.RiverJobRetention(cfg.Retention, cfg.Worker.ReconcileInterval.D())
 	workers := river.NewWorkers()
 	river.AddWorker(workers, delivery)
-	river.AddWorker(workers, reconciler)
+	river.AddWorker(workers, jobsReconciler)
 	river.AddWorker(workers, retainer)
+	// A run stops well before River could take it for stuck.
+	river.AddWorker(workers, reconcile.NewWorker(reconciler, min(10*time.Minute, cfg.Worker.RescueAfter.D()*3/4)))
 	return claim.NewWorkClient(pool, &river.Config{
 		Logger:               logger,
 		Workers:              workers,
@@ -56,8 +60,9 @@ func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reg p
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
-		PeriodicJobs:         []*river.PeriodicJob{reconciler.PeriodicJob(), retainer.PeriodicJob()},
-		Middleware:           tracing.RiverMiddleware(),
+		PeriodicJobs: append([]*river.PeriodicJob{jobsReconciler.PeriodicJob(), retainer.PeriodicJob()},
+			reconciler.PeriodicJobsFor(func(provider string) bool { return cfg.ProviderCell(provider) == c.Name })...),
+		Middleware: tracing.RiverMiddleware(),
 
 		CompletedJobRetentionPeriod: jobRetention.Completed,
 		CancelledJobRetentionPeriod: jobRetention.Cancelled,
@@ -67,10 +72,11 @@ func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reg p
 
 // newOps returns the ops server's handlers: metrics and health, the River
 // UI when HOOKGATE_UI_PASSWORD is set (its background services live until
-// uiCtx ends), and the console when the configuration enables it.
-//
-// The River UI and the console read the first cell the worker serves.
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set) (*ops, error) {
+// uiCtx ends), and the console when the configuration enables it, reading
+// through reads and acting through the first cell's store: the River UI
+// and the console read the first cell the worker serves, for now.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set, reads *claim.ReadPool,
+	reconciler console.Reconciler) (*ops, error) {
 	cfg, logger := boot.Config, boot.Logger
 	first := cells.First()
 	store, client, pool := first.Store, first.Jobs, first.Pool
@@ -78,7 +84,7 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 	for _, c := range cells.All() {
 		ready = append(ready, cli.Writable{Pool: c.Pool})
 	}
-	o := &ops{db: ready, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies())}
+	o := &ops{db: ready, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),
@@ -105,9 +111,14 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 		if err != nil {
 			return nil, err
 		}
-		o.console = console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Queues: client, DB: pool, Logger: logger, Guard: o.guard,
-		}).Handler()
+		srv := console.New(console.Options{
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads, Queues: client, DB: pool, Logger: logger,
+			Guard: o.guard, Reconciler: reconciler,
+		})
+		// A changed password_file ends its user's sessions at once, not
+		// at their next use; until uiCtx ends, with the River UI's.
+		go srv.WatchSecrets(uiCtx)
+		o.console = srv.Handler()
 	}
 	return o, nil
 }

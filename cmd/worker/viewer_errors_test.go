@@ -57,33 +57,8 @@ WHERE d.event_id = 'evt_1'`).Scan(&lastError, &attemptError, &response))
 	require.Equal(t, "HTTP 422 Unprocessable Entity", attemptError)
 	require.Contains(t, response, card, "the body stays in the attempt's response")
 
-	apiGet := func(user, pass, path string) string {
-		req, err := http.NewRequest(http.MethodGet, base+path, nil)
-		require.NoError(t, err)
-		req.SetBasicAuth(user, pass)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-		return string(b)
-	}
-	pageGet := func(user, pass, path string) string {
-		jar, err := cookiejar.New(nil)
-		require.NoError(t, err)
-		c := &http.Client{Jar: jar}
-		resp, err := c.PostForm(base+"/console/sign-in", url.Values{"name": {user}, "password": {pass}})
-		require.NoError(t, err)
-		resp.Body.Close()
-		resp, err = c.Get(base + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-		return string(b)
-	}
+	apiGet := func(user, pass, path string) string { return apiGetAs(t, base, user, pass, path) }
+	pageGet := func(user, pass, path string) string { return pageGetAs(t, base, user, pass, path) }
 	for _, who := range []struct{ user, pass string }{{"bob", env["T_BOB"]}, {"alice", alicePassword}} {
 		for _, path := range []string{"/api/v1/claims", "/api/v1/claims?status=failed"} {
 			body := apiGet(who.user, who.pass, path)
@@ -111,4 +86,39 @@ WHERE d.event_id = 'evt_1'`).Scan(&lastError, &attemptError, &response))
 		require.NotContains(t, out, card)
 	}
 	require.NotContains(t, logs.String(), card, "nor in the worker's log")
+}
+
+// apiGetAs reads path on the worker at base with user's Basic credentials,
+// and requires a 200.
+func apiGetAs(t *testing.T, base, user, pass, path string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	require.NoError(t, err)
+	req.SetBasicAuth(user, pass)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return string(b)
+}
+
+// pageGetAs signs user in to the console at base and reads the page at
+// path, requiring a 200.
+func pageGetAs(t *testing.T, base, user, pass, path string) string {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(base+"/console/sign-in", url.Values{"name": {user}, "password": {pass}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	resp, err = c.Get(base + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // BenchmarkSuccessAndBreaker drains pre-accepted events through the worker
@@ -55,7 +56,7 @@ func BenchmarkSuccessAndBreaker(b *testing.B) {
 	drain := func(route, prefix string) float64 {
 		if _, err := hammer("accept", n, func(i int) error {
 			id := fmt.Sprintf("%s%d", prefix, i)
-			_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
+			_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
 				ContentType: "application/json", Payload: checkoutPayload(id)}, []string{route}, true)
 			return err
 		}); err != nil {

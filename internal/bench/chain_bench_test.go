@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // BenchmarkChain drains pre-accepted events through two routes with the
@@ -60,7 +61,7 @@ func BenchmarkChain(b *testing.B) {
 		}
 		if _, err := hammer("accept", n, func(i int) error {
 			id := fmt.Sprintf("%s%d", prefix, i)
-			_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
+			_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
 				ContentType: "application/json", Payload: checkoutPayload(id), After: after}, names, true)
 			return err
 		}); err != nil {

@@ -16,8 +16,8 @@ import (
 )
 
 // BenchmarkAttemptHistory measures what the attempt history costs the
-// drain's end transactions: the batches of outcomes (claim.Store.RecordAttempts,
-// the statements EndJobs sends less River's two) that complete deliveries,
+// drain's end transactions: the batches of outcomes (claim.Store.EndJobs with
+// no jobs, so River's two statements run over none) that complete deliveries,
 // written (a) without history rows, as before attempt history, then (b)
 // with them, each attempt carrying a BENCH_HISTORY_RESPONSE-byte response
 // (default 256), in phases taking turns: a, b, b', a'. Each phase ends
@@ -59,7 +59,7 @@ func BenchmarkAttemptHistory(b *testing.B) {
 						attempts = append(attempts, claim.Attempt{
 							Key: claim.Key{Provider: "stripe", EventID: fmt.Sprintf("evt_h%d_%d", p, i+1), Route: "ship-order"}, Result: r})
 					}
-					recorded, err := store.RecordAttempts(ctx, attempts)
+					_, recorded, err := store.EndJobs(ctx, attempts, nil)
 					if err != nil {
 						errs <- err
 						return

@@ -25,6 +25,7 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
 	"github.com/hookgate/hookgate/internal/route"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -243,7 +244,7 @@ func BenchmarkIngest(b *testing.B) {
 	// from table growth counts against our path rather than for it.
 	c, err := hammer("(c) bare claim+job transaction", n, func(i int) error {
 		id := fmt.Sprintf("evt_bare_%d", i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", ObjectID: "in_" + id,
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", ObjectID: "in_" + id,
 			ContentType: "application/json", Payload: unique[i].body}, []string{"ship-order"}, true)
 		return err
 	})

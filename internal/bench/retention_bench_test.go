@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // policy of the retention benchmark: claims terminal for over an hour are
@@ -74,7 +75,7 @@ func BenchmarkRetention(b *testing.B) {
 	claimOne := func() error {
 		id := fmt.Sprintf("evt_load_%d", seq.Add(1))
 		body := fmt.Appendf(nil, `{"id": %q, "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_%s"}}}`, id, id)
-		_, err := store.Claim(ctx, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", ObjectID: "in_" + id,
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid", ObjectID: "in_" + id,
 			ContentType: "application/json", Payload: body}, []string{"ship-order"}, true)
 		return err
 	}
@@ -280,7 +281,7 @@ func explainRetention(b *testing.B, db *dbtest.DB) {
 	}
 	// Two pages are enough to see the keyset's plan.
 	exported := 0
-	err = store.Export(ctx, claim.ExportFilter{PageSize: 1000, Payloads: true}, func(*claim.Exported) error {
+	err = store.Export(ctx, claim.Search{Limit: 1000}, true, func(*claim.Exported) error {
 		exported++
 		if exported > 1500 {
 			return errStop

@@ -17,6 +17,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // BenchmarkScaling measures, on one Postgres and one database, the rate of
@@ -91,7 +92,7 @@ func BenchmarkScaling(b *testing.B) {
 		prefix := fmt.Sprintf("evt_drain%d", k)
 		if _, err := hammer("accept", n, func(i int) error {
 			id := fmt.Sprintf("%s_%d", prefix, i)
-			_, err := store.Claim(ctx, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
+			_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 				ContentType: "application/json", Payload: fmt.Appendf(nil, `{"id":%q}`, id)}, []string{"sink"}, true)
 			return err
 		}); err != nil {

@@ -73,7 +73,7 @@ func BenchmarkIngestTracing(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv, err := ingest.New(cfg, table, secrets, store, pool, discardLogger(), prometheus.NewRegistry())
+		srv, err := ingest.New(cfg, table, secrets, ingest.NewGroup(store, ingest.GroupOptions{}), pool, discardLogger(), prometheus.NewRegistry())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // The worker binary's River settings (cmd/worker), which the no-op baseline
@@ -79,7 +80,7 @@ func BenchmarkWorker(b *testing.B) {
 	store := claim.NewStore(db.Pool, inserter, func(string) int { return 10 })
 	acceptTo := func(route, prefix string, i int) error {
 		id := fmt.Sprintf("%s_%d", prefix, i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "bench", ID: id, Type: "checkout.session.completed",
 			ContentType: "application/json", Payload: checkoutPayload(id)}, []string{route}, true)
 		return err
 	}

@@ -40,6 +40,10 @@ type SentRequest struct {
 	Method  string              `json:"method"`
 	URL     string              `json:"url"`
 	Headers map[string][]string `json:"headers"`
+	// Body is the first 2 KiB of the body sent (after the route's body
+	// program), redacted like the headers; absent from attempts recorded
+	// before it was kept.
+	Body *string `json:"body,omitempty"`
 }
 
 // MaxHistoryHeaderBytes bounds the headers of a request or an answer kept

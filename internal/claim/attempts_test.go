@@ -64,7 +64,7 @@ func TestAttemptHistory(t *testing.T) {
 	}
 
 	var exported []claim.AttemptRecord
-	require.NoError(t, b.store.Export(t.Context(), claim.ExportFilter{}, func(e *claim.Exported) error {
+	require.NoError(t, b.store.Export(t.Context(), claim.Search{}, false, func(e *claim.Exported) error {
 		for _, d := range e.Deliveries {
 			if e.EventID == "evt_h" && d.Route == "ship" {
 				exported = append(exported, d.Attempts...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +52,13 @@ type Breaker struct {
 	ProbeUntil *time.Time `json:"-"`
 	// Now is the database's time when the row was read.
 	Now time.Time `json:"-"`
+	// FailedAt are the answer times of the failures a closed circuit
+	// counts, Failures of them; LastDeliveredAt is the newest delivered
+	// answer the breaker heard of, and LastFailedAt the newest failure,
+	// counted or not (see Next). Times of the database's clock.
+	FailedAt        []time.Time `json:"-"`
+	LastDeliveredAt *time.Time  `json:"-"`
+	LastFailedAt    *time.Time  `json:"-"`
 }
 
 // BreakerSettings are a route's breaker settings (config.Breaker).
@@ -75,12 +83,22 @@ const (
 	BreakerProbeReleased
 	// BreakerClosedByHand: an operator closed the circuit.
 	BreakerClosedByHand
+	// BreakerDelivered: an attempt delivered (not a probe).
+	BreakerDelivered
 )
 
-// Next is the pure transition of b on ev at the database's time now, with
-// the route's settings s: the state the row takes, and the audit action of
-// the change of state ("" when the state does not change).
-func (b Breaker) Next(ev BreakerEvent, s BreakerSettings, now time.Time) (Breaker, string) {
+// Next is the pure transition of b on ev, an answer that came in at answered, at
+// the database's time now, with the route's settings s: the state the row
+// takes, and the audit action of the change of state ("" when the state
+// does not change).
+//
+// A closed circuit counts failures in the order the answers came in, not
+// the order their writes arrive: a delivered answer drops the failures
+// answered before it (and none answered after it), and a failure answered
+// before the last delivered answer is not counted. So a downstream that
+// alternates failures and deliveries never reaches the threshold, however
+// the writes of concurrent attempts and replicas interleave.
+func (b Breaker) Next(ev BreakerEvent, answered time.Time, s BreakerSettings, now time.Time) (Breaker, string) {
 	n := b
 	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
 	open := func(cd time.Duration) (Breaker, string) {
@@ -89,14 +107,32 @@ func (b Breaker) Next(ev BreakerEvent, s BreakerSettings, now time.Time) (Breake
 	}
 	closed := func() (Breaker, string) {
 		n.State, n.Since, n.Failures, n.CoolDown, n.NextProbeAt, n.ProbeUntil = BreakerClosed, &now, 0, 0, nil, nil
+		n.FailedAt = nil
 		return n, ActionBreakerClose
 	}
 	switch ev {
+	case BreakerDelivered:
+		n.LastDeliveredAt = latest(b.LastDeliveredAt, answered)
+		if b.State == BreakerClosed {
+			n.FailedAt = nil
+			for _, f := range b.FailedAt {
+				if f.After(answered) {
+					n.FailedAt = append(n.FailedAt, f)
+				}
+			}
+			n.Failures = len(n.FailedAt)
+		}
+		return n, ""
 	case BreakerFailed:
 		if b.State != BreakerClosed {
 			return b, "" // sent before the circuit opened; already counted in
 		}
-		n.Failures++
+		n.LastFailedAt = latest(b.LastFailedAt, answered)
+		if b.LastDeliveredAt != nil && !answered.After(*b.LastDeliveredAt) {
+			return n, "" // a delivery answered after it already came in
+		}
+		n.FailedAt = append(slices.Clone(b.FailedAt), answered)
+		n.Failures = len(n.FailedAt)
 		if n.Since == nil {
 			n.Since = &now
 		}
@@ -114,6 +150,7 @@ func (b Breaker) Next(ev BreakerEvent, s BreakerSettings, now time.Time) (Breake
 		if b.State != BreakerHalfOpen {
 			return b, ""
 		}
+		n.LastDeliveredAt = latest(b.LastDeliveredAt, answered)
 		return closed()
 	case BreakerProbeReleased:
 		if b.State == BreakerHalfOpen {
@@ -129,14 +166,24 @@ func (b Breaker) Next(ev BreakerEvent, s BreakerSettings, now time.Time) (Breake
 	return b, ""
 }
 
-// breakerColumns are a Breaker's stored columns, and the database's time.
-const breakerColumns = `state, since, failures, cool_down_ms, next_probe_at, probe_until, now()`
+// latest is the later of t and u.
+func latest(t *time.Time, u time.Time) *time.Time {
+	if t != nil && t.After(u) {
+		return t
+	}
+	return &u
+}
 
-func scanBreaker(row pgx.Row) (Breaker, error) {
+// breakerColumns are a Breaker's stored columns, and the database's time.
+const breakerColumns = `state, since, failures, cool_down_ms, next_probe_at, probe_until, now(),
+    failed_at, last_delivered_at, last_failed_at`
+
+func scanBreaker(row pgx.Row, before ...any) (Breaker, error) {
 	var b Breaker
 	var ms int64
 	var since time.Time
-	err := row.Scan(&b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now)
+	err := row.Scan(append(before, &b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now,
+		&b.FailedAt, &b.LastDeliveredAt, &b.LastFailedAt)...)
 	b.Since, b.CoolDown = &since, time.Duration(ms)*time.Millisecond
 	return b, err
 }
@@ -155,13 +202,10 @@ func (s *Store) Breakers(ctx context.Context, routes []string) (map[string]Break
 	}
 	for rows.Next() {
 		var route string
-		var b Breaker
-		var ms int64
-		var since time.Time
-		if err := rows.Scan(&route, &b.State, &since, &b.Failures, &ms, &b.NextProbeAt, &b.ProbeUntil, &b.Now); err != nil {
+		b, err := scanBreaker(rows, &route)
+		if err != nil {
 			return nil, fmt.Errorf("reading breakers: %w", err)
 		}
-		b.Since, b.CoolDown = &since, time.Duration(ms)*time.Millisecond
 		out[route] = b
 	}
 	if err := rows.Err(); err != nil {
@@ -180,12 +224,26 @@ type BreakerChange struct {
 // BreakerApply applies ev to route's breaker in one transaction: the row
 // is locked (made first, closed, if the route has none), the transition
 // (Breaker.Next) computed at the database's time, the row written, and a
-// change of state audited under actor with detail. A change to closed
-// makes the route's waiting (snoozed) delivery jobs available at once,
-// so that they flow without waiting out their snooze.
-func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, actor string, detail map[string]any) (BreakerChange, error) {
+// change of state audited with detail: under the actor and origin of ctx
+// for a circuit closed by hand (BreakerClosedByHand), under ActorBreaker
+// and no origin for the breaker's own. A change to closed makes the
+// route's waiting (snoozed) delivery jobs available at once, so that they
+// flow without waiting out their snooze.
+func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
+	return s.breakerApply(ctx, route, ev, 0, set, detail)
+}
+
+// breakerApply is BreakerApply for an answer that came in age before its
+// write is sent (0: now).
+func (s *Store) breakerApply(ctx context.Context, route string, ev BreakerEvent, age time.Duration, set BreakerSettings, detail map[string]any) (BreakerChange, error) {
+	if ev != BreakerClosedByHand {
+		ctx = breakerOwn(ctx)
+	}
 	var ch BreakerChange
 	err := s.inTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `SELECT `+breakerLock, route); err != nil {
+			return err
+		}
 		if _, err := tx.db.Exec(ctx, `INSERT INTO route_breakers (route) VALUES ($1) ON CONFLICT (route) DO NOTHING`, route); err != nil {
 			return err
 		}
@@ -193,20 +251,22 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 		if err != nil {
 			return err
 		}
-		n, action := b.Next(ev, set, b.Now)
+		n, action := b.Next(ev, b.Now.Add(-age), set, b.Now)
 		ch = BreakerChange{Breaker: n, Action: action}
-		if n.Failures == b.Failures && action == "" && timesEqual(n.ProbeUntil, b.ProbeUntil) {
+		if n.Failures == b.Failures && action == "" && timesEqual(n.ProbeUntil, b.ProbeUntil) &&
+			timesEqual(n.LastDeliveredAt, b.LastDeliveredAt) && timesEqual(n.LastFailedAt, b.LastFailedAt) {
 			return nil
 		}
 		if _, err := tx.db.Exec(ctx, `UPDATE route_breakers SET state = $2, since = $3, failures = $4, cool_down_ms = $5,
-    next_probe_at = $6, probe_until = $7 WHERE route = $1`,
-			route, n.State, *n.Since, n.Failures, n.CoolDown.Milliseconds(), n.NextProbeAt, n.ProbeUntil); err != nil {
+    next_probe_at = $6, probe_until = $7, failed_at = $8, last_delivered_at = $9, last_failed_at = $10 WHERE route = $1`,
+			route, n.State, *n.Since, n.Failures, n.CoolDown.Milliseconds(), n.NextProbeAt, n.ProbeUntil,
+			nonNil(n.FailedAt), n.LastDeliveredAt, n.LastFailedAt); err != nil {
 			return err
 		}
 		if action == "" {
 			return nil
 		}
-		if err := tx.auditBreaker(ctx, actor, action, route, n, detail); err != nil {
+		if err := tx.auditBreaker(ctx, action, route, n, detail); err != nil {
 			return err
 		}
 		if n.State == BreakerClosed {
@@ -220,8 +280,15 @@ func (s *Store) BreakerApply(ctx context.Context, route string, ev BreakerEvent,
 	return ch, nil
 }
 
-// auditBreaker writes the audit row of a breaker's change of state.
-func (s *Store) auditBreaker(ctx context.Context, actor, action, route string, b Breaker, detail map[string]any) error {
+// breakerOwn is ctx for the breaker's own changes of state: its actor is
+// ActorBreaker, with no origin, whoever's delivery caused them.
+func breakerOwn(ctx context.Context) context.Context {
+	return WithOrigin(WithActor(ctx, ActorBreaker), "")
+}
+
+// auditBreaker writes the audit row of a breaker's change of state, under
+// the actor and origin of ctx.
+func (s *Store) auditBreaker(ctx context.Context, action, route string, b Breaker, detail map[string]any) error {
 	d := map[string]any{"state": b.State, "failures": b.Failures}
 	if b.NextProbeAt != nil {
 		d["next_probe_at"] = b.NextProbeAt.UTC().Format(time.RFC3339Nano)
@@ -230,8 +297,7 @@ func (s *Store) auditBreaker(ctx context.Context, actor, action, route string, b
 	for k, v := range detail {
 		d[k] = v
 	}
-	_, err := s.db.Exec(ctx, `INSERT INTO audit_log (actor, action, target, detail) VALUES ($1, $2, $3, $4)`, actor, action, route, d)
-	return err
+	return s.Audit(ctx, AuditEntry{Action: action, Target: route, Detail: d})
 }
 
 // BreakerProbe grants the probe of route's circuit when it is due: open
@@ -258,21 +324,12 @@ RETURNING `+breakerColumns, route, lease.Seconds()))
 		if !b.Since.Equal(b.Now) {
 			return nil // a lease taken over: no change of state
 		}
-		return tx.auditBreaker(ctx, ActorBreaker, ActionBreakerHalfOpen, route, b, nil)
+		return tx.auditBreaker(breakerOwn(ctx), ActionBreakerHalfOpen, route, b, nil)
 	})
 	if err != nil {
 		return false, Breaker{}, fmt.Errorf("probing the breaker of route %s: %w", route, err)
 	}
 	return granted, b, nil
-}
-
-// BreakerReset sets route's count of failures back to 0 after an attempt
-// that delivered, when the circuit is closed.
-func (s *Store) BreakerReset(ctx context.Context, route string) error {
-	if _, err := s.db.Exec(ctx, `UPDATE route_breakers SET failures = 0 WHERE route = $1 AND state = 'closed' AND failures > 0`, route); err != nil {
-		return fmt.Errorf("resetting the breaker of route %s: %w", route, err)
-	}
-	return nil
 }
 
 func timesEqual(a, b *time.Time) bool {

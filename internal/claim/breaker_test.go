@@ -23,7 +23,7 @@ func TestBreakerNext(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	closed := claim.Breaker{State: claim.BreakerClosed}
 	step := func(b claim.Breaker, ev claim.BreakerEvent) (claim.Breaker, string) {
-		return b.Next(ev, breakerSettings, now)
+		return b.Next(ev, now, breakerSettings, now)
 	}
 
 	b, action := step(closed, claim.BreakerFailed)
@@ -91,15 +91,17 @@ func TestBreakerInPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerClosed, bs["r"].State, "a route without a row is closed")
 
-	ch, err := store.BreakerApply(ctx, "r", claim.BreakerFailed, set, claim.ActorBreaker, nil)
+	ch, err := store.BreakerApply(ctx, "r", claim.BreakerFailed, set, nil)
 	require.NoError(t, err)
 	require.Empty(t, ch.Action)
-	require.NoError(t, store.BreakerReset(ctx, "r"))
+	changed, err := store.BreakerDelivered(ctx, "r", time.Now(), time.Minute)
+	require.NoError(t, err)
+	require.True(t, changed)
 	bs, err = store.Breakers(ctx, []string{"r"})
 	require.NoError(t, err)
 	require.Zero(t, bs["r"].Failures, "a delivery resets the count")
 	for range 2 {
-		ch, err = store.BreakerApply(ctx, "r", claim.BreakerFailed, set, claim.ActorBreaker, nil)
+		ch, err = store.BreakerApply(ctx, "r", claim.BreakerFailed, set, nil)
 		require.NoError(t, err)
 	}
 	require.Equal(t, claim.ActionBreakerOpen, ch.Action)
@@ -135,7 +137,7 @@ func TestBreakerInPostgres(t *testing.T) {
 	require.Equal(t, 1, probe(), "exactly one probe among concurrent asks")
 	require.Zero(t, probe(), "none while the probe's lease runs")
 
-	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeFailed, set, claim.ActorBreaker, nil)
+	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeFailed, set, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.ActionBreakerOpen, ch.Action)
 	require.Equal(t, 400*time.Millisecond, ch.CoolDown)
@@ -151,12 +153,12 @@ func TestBreakerInPostgres(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 
 	// A job snoozed meanwhile is woken when the circuit closes.
-	_, err = store.Claim(ctx, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+	_, err = testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: "evt_1", Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 	require.NoError(t, err)
 	ids := testfactory.SetJobs(ctx, t, db.Pool, testfactory.JobWhere{}, &testfactory.JobOpts{State: rivertype.JobStateScheduled, ScheduledAt: testfactory.In(time.Hour)})
 	require.Len(t, ids, 1)
 
-	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeDelivered, set, claim.ActorBreaker, nil)
+	ch, err = store.BreakerApply(ctx, "r", claim.BreakerProbeDelivered, set, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.ActionBreakerClose, ch.Action)
 	require.Equal(t, claim.BreakerClosed, ch.State)

@@ -30,11 +30,11 @@ func TestBusinessKey(t *testing.T) {
 	b := setup(t)
 
 	t.Run("LaterClaimWithTheKeyIsSkippedNamingTheHolder", func(t *testing.T) {
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 2}, res)
 
-		res, err = b.store.Claim(t.Context(), keyed("evt_bk_second", "ship", orderKey), []string{"ship", "mail"}, true)
+		res, err = testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_second", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Skipped: []string{"ship"}}, res)
 
@@ -58,7 +58,7 @@ func TestBusinessKey(t *testing.T) {
 	})
 
 	t.Run("AllSkippedIsIgnoredWithoutJob", func(t *testing.T) {
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_third", "ship", orderKey), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_third", "ship", orderKey), []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_third")
@@ -79,14 +79,14 @@ func TestBusinessKey(t *testing.T) {
 	})
 
 	t.Run("KeysAreScopedToTheRoute", func(t *testing.T) {
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_mail", "mail", orderKey), []string{"mail"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_mail", "mail", orderKey), []string{"mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
 		b.requireJobs(t, args("evt_bk_mail", "mail")...)
 	})
 
 	t.Run("DuplicateOfTheHolderChangesNothing", func(t *testing.T) {
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_first", "ship", orderKey), []string{"ship", "mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Nil(t, res.Skipped)
@@ -102,7 +102,7 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("MissingKeyFailsTheDeliveryNamingTheField", func(t *testing.T) {
 		ev := event("evt_bk_missing")
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: json:data.object.id is missing"}}
-		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1, Unkeyed: []string{"ship"}}, res)
 		c, ds := b.get(t, "evt_bk_missing")
@@ -119,7 +119,7 @@ func TestBusinessKey(t *testing.T) {
 		// A retry would send it without its key: it is not reopened.
 		_, err = b.store.Reopen(t.Context(), "stripe", "evt_bk_missing", false)
 		require.ErrorIs(t, err, claim.ErrConflict)
-		res, err = b.store.Claim(t.Context(), ev, []string{"ship", "mail"}, true)
+		res, err = testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship", "mail"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: claim.Failed}, res)
 		b.requireJobs(t)
@@ -128,12 +128,12 @@ func TestBusinessKey(t *testing.T) {
 	t.Run("OnlyRouteMissingItsKeyFailsTheClaimAtOnce", func(t *testing.T) {
 		ev := event("evt_bk_missing_only")
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Missing: "business key: header:X-Order is missing"}}
-		res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Failed, Unkeyed: []string{"ship"}}, res)
 		c, _ := b.get(t, "evt_bk_missing_only")
 		require.Equal(t, claim.Failed, c.Status)
-		failed, err := b.store.List(t.Context(), claim.Filter{Status: claim.Failed})
+		failed, err := b.store.SearchClaims(t.Context(), claim.Search{Status: claim.Failed})
 		require.NoError(t, err)
 		require.Contains(t, failed, c, "claims list --status failed shows it")
 		b.requireJobs(t)
@@ -141,9 +141,9 @@ func TestBusinessKey(t *testing.T) {
 
 	t.Run("FailedHolderRetriedIsDeliveredSkippedStaysSkipped", func(t *testing.T) {
 		const k = `["invoice.paid","in_retry"]`
-		_, err := b.store.Claim(t.Context(), keyed("evt_bk_holder", "ship", k), []string{"ship"}, true)
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_holder", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
-		_, err = b.store.Claim(t.Context(), keyed("evt_bk_skipped", "ship", k), []string{"ship"}, true)
+		_, err = testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_skipped", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
 		b.record(t, key("evt_bk_holder", "ship"), reject)
 		c, _ := b.get(t, "evt_bk_holder")
@@ -159,7 +159,7 @@ func TestBusinessKey(t *testing.T) {
 
 	t.Run("DeletingTheHolderFreesTheKey", func(t *testing.T) {
 		const k = `["invoice.paid","in_deleted"]`
-		_, err := b.store.Claim(t.Context(), keyed("evt_bk_old", "ship", k), []string{"ship"}, true)
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_old", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
 		testfactory.DeleteClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_bk_old"})
 		var left int
@@ -167,7 +167,7 @@ func TestBusinessKey(t *testing.T) {
 			`SELECT count(*) FROM webhook_business_keys WHERE event_id = 'evt_bk_old'`).Scan(&left))
 		require.Zero(t, left, "the key went with its claim")
 
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_late", "ship", k), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_late", "ship", k), []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res,
 			"a very late event with the key of a deleted claim is delivered")
@@ -178,9 +178,9 @@ func TestBusinessKey(t *testing.T) {
 
 	t.Run("LongValuesAreKeysToo", func(t *testing.T) {
 		long := fmt.Sprintf(`["%0100000d"]`, 1)
-		_, err := b.store.Claim(t.Context(), keyed("evt_bk_long1", "ship", long), []string{"ship"}, true)
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_long1", "ship", long), []string{"ship"}, true)
 		require.NoError(t, err)
-		res, err := b.store.Claim(t.Context(), keyed("evt_bk_long2", "ship", long), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bk_long2", "ship", long), []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, []string{"ship"}, res.Skipped)
 		b.requireJobs(t, args("evt_bk_long1", "ship")...)
@@ -196,7 +196,7 @@ func TestBusinessKeyConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			results[i], errs[i] = b.store.Claim(t.Context(), keyed(fmt.Sprintf("evt_race_%d", i), "ship", orderKey),
+			results[i], errs[i] = testfactory.ClaimEvent(t.Context(), b.store, keyed(fmt.Sprintf("evt_race_%d", i), "ship", orderKey),
 				[]string{"ship", "mail"}, true)
 		})
 	}

@@ -61,7 +61,7 @@ func (b *bundle) statuses(t *testing.T, id string) (claim.Status, map[string]cla
 func TestChainWaitsAtIngest(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.Claim(t.Context(), chained("evt_c1", shipThenMail), []string{"ship", "mail"}, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, chained("evt_c1", shipThenMail), []string{"ship", "mail"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 1}, res)
 	b.claimMany(t, []*request{
@@ -83,7 +83,7 @@ func TestChainWaitsAtIngest(t *testing.T) {
 	_, ds := b.get(t, "evt_c3")
 	require.Equal(t, []string{"mail", "ship"}, ds["ledger"].After)
 	require.Empty(t, ds["ship"].After)
-	for _, e := range b.exported(t, claim.ExportFilter{}) {
+	for _, e := range b.exported(t, claim.Search{}) {
 		if e.EventID != "evt_c1" {
 			continue
 		}
@@ -100,9 +100,9 @@ func TestChainReleasedByTheEndThatCompletesTheLastPredecessor(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t)
 	ctx := t.Context()
-	_, err := b.store.Claim(ctx, chained("evt_r1", shipThenMail), []string{"ship", "mail"}, true)
+	_, err := testfactory.ClaimEvent(ctx, b.store, chained("evt_r1", shipThenMail), []string{"ship", "mail"}, true)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, chained("evt_fan", map[string][]string{"ledger": {"ship", "mail"}}), []string{"ship", "mail", "ledger"}, true)
+	_, err = testfactory.ClaimEvent(ctx, b.store, chained("evt_fan", map[string][]string{"ledger": {"ship", "mail"}}), []string{"ship", "mail", "ledger"}, true)
 	require.NoError(t, err)
 	b.requireJobs(t, append(args("evt_r1", "ship"), args("evt_fan", "ship", "mail")...)...)
 
@@ -136,7 +136,7 @@ func TestChainFailedPredecessor(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t)
 	ctx := t.Context()
-	_, err := b.store.Claim(ctx, chained("evt_f1", shipThenMail), []string{"ship", "mail"}, true)
+	_, err := testfactory.ClaimEvent(ctx, b.store, chained("evt_f1", shipThenMail), []string{"ship", "mail"}, true)
 	require.NoError(t, err)
 	b.requireJobs(t, args("evt_f1", "ship")...)
 
@@ -175,11 +175,11 @@ func TestChainSkippedPredecessor(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	_, err := b.store.Claim(ctx, keyed("evt_holder", "ship", orderKey), []string{"ship"}, true)
+	_, err := testfactory.ClaimEvent(ctx, b.store, keyed("evt_holder", "ship", orderKey), []string{"ship"}, true)
 	require.NoError(t, err)
 	ev := keyed("evt_dup", "ship", orderKey)
 	ev.After = map[string][]string{"mail": {"ship"}, "ledger": {"mail"}}
-	res, err := b.store.Claim(ctx, ev, []string{"ship", "mail", "ledger"}, true)
+	res, err := testfactory.ClaimEvent(ctx, b.store, ev, []string{"ship", "mail", "ledger"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Ignored, Skipped: []string{"ledger", "mail", "ship"}}, res)
 	_, ds := b.get(t, "evt_dup")
@@ -197,9 +197,9 @@ func TestChainReconcilerReleasesStranded(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t)
 	ctx := t.Context()
-	_, err := b.store.Claim(ctx, chained("evt_s1", shipThenMail), []string{"ship", "mail"}, true)
+	_, err := testfactory.ClaimEvent(ctx, b.store, chained("evt_s1", shipThenMail), []string{"ship", "mail"}, true)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, chained("evt_s2", shipThenMail), []string{"ship", "mail"}, true)
+	_, err = testfactory.ClaimEvent(ctx, b.store, chained("evt_s2", shipThenMail), []string{"ship", "mail"}, true)
 	require.NoError(t, err)
 	b.requireJobs(t, append(args("evt_s1", "ship"), args("evt_s2", "ship")...)...)
 	b.end(t, key("evt_s1", "ship"), success) // no Release: mail is stranded
@@ -227,7 +227,7 @@ func TestChainFanInWaitsBehindAFailedPredecessor(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t)
 	ctx := t.Context()
-	_, err := b.store.Claim(ctx, chained("evt_fan_fail", map[string][]string{"ledger": {"ship", "mail"}}), []string{"ship", "mail", "ledger"}, true)
+	_, err := testfactory.ClaimEvent(ctx, b.store, chained("evt_fan_fail", map[string][]string{"ledger": {"ship", "mail"}}), []string{"ship", "mail", "ledger"}, true)
 	require.NoError(t, err)
 	b.requireJobs(t, args("evt_fan_fail", "ship", "mail")...)
 

@@ -112,7 +112,7 @@ var (
 // claimed claims stripe event id for routes and requires that it won.
 func (b *bundle) claimed(t *testing.T, id string, routes ...string) {
 	t.Helper()
-	res, err := b.store.Claim(t.Context(), event(id), routes, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, event(id), routes, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 }
@@ -182,7 +182,7 @@ func TestClaim(t *testing.T) {
 		require.Contains(t, string(want), `Ren\u00e9`)
 		require.Contains(t, string(want), "Orl\xc3\xa9ans")
 
-		res, err := b.store.Claim(t.Context(), ev, []string{"ship", "mail", "ledger"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Claimed, Status: claim.Processing, Deliveries: 3}, res)
 		require.False(t, res.Duplicate())
@@ -224,7 +224,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 	t.Run("NoRouteIsIgnoredWithoutDeliveryOrJob", func(t *testing.T) {
 		ev := event("evt_ignored")
 		ev.ObjectID = ""
-		res, err := b.store.Claim(t.Context(), ev, nil, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, ev, nil, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.ClaimedIgnored, Status: claim.Ignored}, res)
 		require.False(t, res.Duplicate())
@@ -269,7 +269,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 	}
 	for _, tt := range duplicates {
 		t.Run("DuplicateOf_"+string(tt.status), func(t *testing.T) {
-			_, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, true)
+			_, err := testfactory.ClaimEvent(t.Context(), b.store, event(tt.id), tt.routes, true)
 			require.NoError(t, err)
 			if tt.settle != nil {
 				tt.settle(t, tt.id)
@@ -277,7 +277,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 			before, beforeDs := b.get(t, tt.id)
 			require.Equal(t, tt.status, before.Status)
 
-			res, err := b.store.Claim(t.Context(), event(tt.id), tt.routes, tt.reopen)
+			res, err := testfactory.ClaimEvent(t.Context(), b.store, event(tt.id), tt.routes, tt.reopen)
 			require.NoError(t, err)
 			require.Equal(t, claim.Result{Decision: claim.Duplicate, Status: tt.status}, res)
 			require.True(t, res.Duplicate())
@@ -298,7 +298,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		c, _ := b.get(t, "evt_reopen")
 		require.Equal(t, claim.Failed, c.Status)
 
-		res, err := b.store.Claim(t.Context(), event("evt_reopen"), []string{"ship", "mail", "ledger"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_reopen"), []string{"ship", "mail", "ledger"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Result{Decision: claim.Reopened, Status: claim.Processing, Deliveries: 2}, res)
 		require.False(t, res.Duplicate(), "a reopened event is answered as new")
@@ -320,7 +320,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 		gh := event("evt_shared")
 		gh.Provider = "github"
 		for _, ev := range []claim.Event{event("evt_shared"), gh} {
-			res, err := b.store.Claim(t.Context(), ev, []string{"ship"}, true)
+			res, err := testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship"}, true)
 			require.NoError(t, err)
 			require.Equal(t, claim.Claimed, res.Decision, ev.Provider)
 			_, ds, err := b.store.Get(t.Context(), ev.Provider, "evt_shared")
@@ -335,7 +335,7 @@ WHERE provider = 'stripe' AND event_id = 'evt_win'`).Scan(&payload, &contentType
 	t.Run("ErrorCommitsNothing", func(t *testing.T) {
 		// The same route twice violates the deliveries' primary key after
 		// the claim row was inserted.
-		_, err := b.store.Claim(t.Context(), event("evt_error"), []string{"ship", "ship"}, true)
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_error"), []string{"ship", "ship"}, true)
 		require.ErrorContains(t, err, "claiming event stripe/evt_error")
 
 		_, _, err = b.store.Get(t.Context(), "stripe", "evt_error")
@@ -371,7 +371,7 @@ func claimAtOnce(t *testing.T, store *claim.Store, n int, ev claim.Event, routes
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			results[i], errs[i] = store.Claim(context.Background(), ev, routes, true)
+			results[i], errs[i] = testfactory.ClaimEvent(context.Background(), store, ev, routes, true)
 		})
 	}
 	close(start)
@@ -450,7 +450,7 @@ func TestClaimReplayGuard(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range copies {
 		wg.Go(func() {
-			res, err := b.store.Claim(ctx, guarded(string(rune('a'+i)), `{"same": "body"}`), []string{"ship"}, true)
+			res, err := testfactory.ClaimEvent(ctx, b.store, guarded(string(rune('a'+i)), `{"same": "body"}`), []string{"ship"}, true)
 			require.NoError(t, err)
 			results[i] = res
 		})
@@ -475,7 +475,7 @@ func TestClaimReplayGuard(t *testing.T) {
 	// The same key is a plain duplicate, not a replay.
 	var winner string
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT event_id FROM webhook_event_claims WHERE provider = 'github'`).Scan(&winner))
-	res, err := b.store.Claim(ctx, guarded(winner, `{"same": "body"}`), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(ctx, b.store, guarded(winner, `{"same": "body"}`), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Duplicate, res.Decision)
 
@@ -483,14 +483,14 @@ func TestClaimReplayGuard(t *testing.T) {
 	for _, id := range []string{"open-1", "open-2"} {
 		ev := guarded(id, `{"same": "body"}`)
 		ev.GuardBody = false
-		res, err := b.store.Claim(ctx, ev, nil, true)
+		res, err := testfactory.ClaimEvent(ctx, b.store, ev, nil, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	}
 
 	// Deleted with the claim.
 	testfactory.DeleteClaim(ctx, t, b.db.Pool, claim.EventKey{Provider: "github", EventID: winner})
-	res, err = b.store.Claim(ctx, guarded("after-delete", `{"same": "body"}`), nil, true)
+	res, err = testfactory.ClaimEvent(ctx, b.store, guarded("after-delete", `{"same": "body"}`), nil, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 }

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -27,15 +28,15 @@ const claimManySQL = `
 WITH input AS (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
-                $8::text[], $9::bytea[], $10::text[])
+                $8::text[], $9::bytea[], $10::text[], $18::text[])
         WITH ORDINALITY AS i(provider, event_id, event_type, object_id, status, payload, content_type,
-                             last_error, body_hash, content_encoding, ord)
+                             last_error, body_hash, content_encoding, source, ord)
 ), claimed AS (
     INSERT INTO webhook_event_claims
         (provider, event_id, event_type, object_id, status, payload, content_type, last_error,
-         body_hash, content_encoding)
+         body_hash, content_encoding, source)
     SELECT provider, event_id, event_type, NULLIF(object_id, ''), status, payload, content_type, last_error,
-           body_hash, content_encoding
+           body_hash, content_encoding, source
     FROM input
     ORDER BY provider, event_id
     ON CONFLICT DO NOTHING -- either key: (provider, event_id) or (provider, body_hash)
@@ -200,7 +201,7 @@ func (s *Store) ClaimMany(ctx context.Context, reqs []Request) ([]Result, error)
 	rows, of := keyRows(reqs)
 	args := claimManyArgs(rows)
 	err := s.Transact(ctx, func(in *Store) error {
-		tx := in.Tx()
+		tx := in.tx
 		for _, r := range rows {
 			r.won, r.replay, r.status, r.skipped, r.skipReason, r.unnamed, r.res = false, false, "", nil, nil, false, Result{}
 		}
@@ -252,12 +253,13 @@ func keyRows(reqs []Request) (rows []*claimRow, of []int) {
 
 // claimManyArgs returns claimManySQL's arguments for rows, in its parameters'
 // order: one array element per claim ($1–$10), then one per route of each
-// claim ($11–$17), the route's ord pointing at its claim.
+// claim ($11–$17), the route's ord pointing at its claim, then the claims'
+// sources ($18, added last so that the others kept their numbers).
 func claimManyArgs(rows []*claimRow) []any {
 	n := len(rows)
 	providers, ids, types, objects, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	payloads, contentTypes, lastErrors := make([][]byte, n), make([]string, n), make([]*string, n)
-	bodyHashes, encodings := make([][]byte, n), make([]string, n)
+	bodyHashes, encodings, sources := make([][]byte, n), make([]string, n), make([]string, n)
 	var routeOrd []int64
 	var routeNames []string
 	var routeHashes [][]byte
@@ -268,6 +270,7 @@ func claimManyArgs(rows []*claimRow) []any {
 		providers[j], ids[j], types[j], objects[j] = ev.Provider, ev.ID, ev.Type, ev.ObjectID
 		payloads[j], contentTypes[j], lastErrors[j] = ev.Payload, ev.ContentType, r.firstMissing
 		bodyHashes[j], encodings[j] = r.bodyHash, ev.ContentEncoding
+		sources[j] = cmp.Or(ev.Source, SourceWebhook)
 		statuses[j] = string(r.status0)
 		for i, name := range r.names {
 			routeOrd = append(routeOrd, int64(j+1))
@@ -281,7 +284,7 @@ func claimManyArgs(rows []*claimRow) []any {
 	}
 	return []any{providers, ids, types, objects, statuses, payloads, contentTypes,
 		lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing,
-		routeWaits, routeAncestors}
+		routeWaits, routeAncestors, sources}
 }
 
 // insertClaims runs the claim statement on its generic plan

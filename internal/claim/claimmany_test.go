@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // request is one event of a ClaimMany call.
@@ -156,7 +157,7 @@ func keyedGuarded(id, body string) claim.Event {
 func TestClaimManyReplayGuardInOneBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.Claim(t.Context(), guarded("evt_g_old", `{"old": 1}`), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, guarded("evt_g_old", `{"old": 1}`), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 
@@ -223,7 +224,7 @@ func TestClaimManyBusinessKeysInOneBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const batchOrderKey = `["invoice.paid","in_batch"]`
-	res, err := b.store.Claim(t.Context(), keyed("evt_bkm_old", "ship", batchOrderKey), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_bkm_old", "ship", batchOrderKey), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 
@@ -358,7 +359,7 @@ func TestClaimUnstorable(t *testing.T) {
 	b := setup(t)
 	poison := event("evt_poison")
 	poison.ContentType = "\xff" // not UTF-8 (SQLSTATE 22021)
-	_, err := b.store.Claim(t.Context(), poison, []string{"ship"}, false)
+	_, err := testfactory.ClaimEvent(t.Context(), b.store, poison, []string{"ship"}, false)
 	require.ErrorIs(t, err, claim.ErrUnstorable)
 	require.ErrorContains(t, err, "the Content-Type is not UTF-8 text", "the field is named, not quoted")
 	require.NotContains(t, err.Error(), "\xff")

@@ -7,19 +7,14 @@ import (
 )
 
 // Claim records ev and fans it out to routes (the names of the routes its
-// type matches): a batch of one (see ClaimMany), all in one transaction: the
-// claim row, one delivery row and one job per route. A route whose business
-// key (ev.BusinessKeys) is held by another claim gets a skipped delivery and
-// no job; one whose key is missing gets a failed delivery and no job. Only
-// the call that inserts the claim does this; any other call for the same key
-// is a Duplicate, except that with reopen a failed claim has its failed
-// deliveries reopened (see Reopen). Nothing is committed when an error is
-// returned. An event holding text the tables cannot store fails with
-// ErrUnstorable, before any statement.
-//
-// A duplicate whose claim is deleted by retention between the insert that
-// saw it and the read of its status is claimed anew, in a new transaction:
-// retention deleted it, so this is the redelivery after retention.
+// type matches): a batch of one (see ClaimMany) and then Resolve, as
+// ingest's group does for each of its events. Reconciliation claims the
+// events a provider's API returns through it, one at a time, so that they
+// pass the same gate as a webhook. Only the call that inserts the claim
+// fans out; any other call for the same key is a Duplicate, except that
+// with reopen a failed claim has its failed deliveries reopened. Nothing
+// is committed when an error is returned; an event holding text the
+// tables cannot store fails with ErrUnstorable, before any statement.
 func (s *Store) Claim(ctx context.Context, ev Event, routes []string, reopen bool) (Result, error) {
 	if err := Storable(ev, routes); err != nil {
 		return Result{}, fmt.Errorf("claiming event %s/%s: %w", ev.Provider, ev.ID, err)

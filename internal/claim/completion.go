@@ -75,7 +75,7 @@ type Call struct {
 // ErrConflict when the delivery is no longer processing and ErrNotFound
 // when its claim does not exist.
 func (s *Store) RecordAttempt(ctx context.Context, k Key, r AttemptResult) error {
-	recorded, err := s.RecordAttempts(ctx, []Attempt{{Key: k, Result: r}})
+	recorded, err := s.recordAttempts(ctx, []Attempt{{Key: k, Result: r}})
 	if err != nil || recorded[0] {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Store) RecordAttempt(ctx context.Context, k Key, r AttemptResult) error
 	return fmt.Errorf("updating delivery %s: it is no longer processing: %w", k, ErrConflict)
 }
 
-// Attempt is one delivery's attempt outcome, for RecordAttempts.
+// Attempt is one delivery's attempt outcome, for EndJobs.
 type Attempt struct {
 	Key    Key
 	Result AttemptResult
@@ -104,7 +104,7 @@ type JobRun struct {
 
 // EndJobs ends delivery jobs in one transaction and one round trip: for
 // each attempts[i] made by the run jobs[i], it records the outcome (see
-// RecordAttempts) and deletes the finished job's row (deleteJobsSQL: the
+// recordAttempts) and deletes the finished job's row (deleteJobsSQL: the
 // delivery and its history are the record, not River's row). The
 // transaction is s's when s is one Transact handed out; else the
 // statements, sent together, run as one implicit transaction that commits
@@ -188,13 +188,13 @@ func (s *Store) claimExists(ctx context.Context, k Key) (bool, error) {
 	return ok, nil
 }
 
-// RecordAttempts is RecordAttempt for many deliveries in one transaction
+// recordAttempts is RecordAttempt for many deliveries in one transaction
 // (s's, or an implicit one: see EndJobs) and one round trip, whatever their
 // number: lock the claims (see lockClaimsSQL), then update the deliveries
 // still processing and roll their claims up. recorded[i] is false when
 // attempts[i]'s delivery was not processing (settled elsewhere) or does
 // not exist; nothing is written for it. Keys must be distinct.
-func (s *Store) RecordAttempts(ctx context.Context, attempts []Attempt) ([]bool, error) {
+func (s *Store) recordAttempts(ctx context.Context, attempts []Attempt) ([]bool, error) {
 	var b pgx.Batch
 	queueLockClaims(&b, attempts)
 	recorded := queueRecordAttempts(&b, attempts, nil)

@@ -410,7 +410,7 @@ func TestReopen(t *testing.T) {
 
 	t.Run("ProcessingOrIgnoredClaimIsConflict", func(t *testing.T) {
 		b.claimed(t, "evt_processing", "ship")
-		res, err := b.store.Claim(t.Context(), event("evt_nothing"), nil, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_nothing"), nil, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.ClaimedIgnored, res.Decision)
 
@@ -436,7 +436,7 @@ func TestReopen(t *testing.T) {
 
 		_, err := b.store.Reopen(t.Context(), "stripe", "evt_hollow", false)
 		require.ErrorIs(t, err, claim.ErrConflict)
-		res, err := b.store.Claim(t.Context(), event("evt_hollow"), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_hollow"), []string{"ship"}, true)
 		require.NoError(t, err)
 		require.Equal(t, claim.Duplicate, res.Decision)
 		require.Equal(t, claim.Failed, res.Status)
@@ -489,8 +489,6 @@ func TestReopen(t *testing.T) {
 	})
 }
 
-// TestRecordAttemptsBatch settles deliveries of several claims in one call,
-// siblings included, and skips the one that is no longer processing.
 // cancelAfterBatch runs everything on the real database, and cancels the
 // context of the call once its batch has run: the statements after it then
 // fail as they would when the caller gives up or the connection drops.
@@ -532,27 +530,30 @@ func TestRecordAttemptNamesAFailedExistenceCheck(t *testing.T) {
 	require.NotErrorIs(t, err, claim.ErrConflict)
 }
 
+// TestRecordAttemptsBatch settles deliveries of several claims in one call
+// (EndJobs, with no jobs to end), siblings included, and skips the one that
+// is no longer processing.
 func TestRecordAttemptsBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	_, err := b.store.Claim(ctx, event("evt_b1"), []string{"ship", "mail"}, false)
+	_, err := testfactory.ClaimEvent(ctx, b.store, event("evt_b1"), []string{"ship", "mail"}, false)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, event("evt_b2"), []string{"ship"}, false)
+	_, err = testfactory.ClaimEvent(ctx, b.store, event("evt_b2"), []string{"ship"}, false)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, event("evt_b3"), []string{"ship"}, false)
+	_, err = testfactory.ClaimEvent(ctx, b.store, event("evt_b3"), []string{"ship"}, false)
 	require.NoError(t, err)
 	testfactory.SetDelivery(ctx, t, b.conn, key("evt_b3", "ship"), &testfactory.DeliveryOpts{Status: claim.DeliveryFailed})
 
 	tx, err := b.conn.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	recorded, err := newStore(t, tx).RecordAttempts(ctx, []claim.Attempt{
+	_, recorded, err := newStore(t, tx).EndJobs(ctx, []claim.Attempt{
 		{Key: key("evt_b1", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 		{Key: key("evt_b2", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: true, Error: "HTTP 400 Bad Request"}},
 		{Key: key("evt_b1", "mail"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
 		{Key: key("evt_b3", "ship"), Result: claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: true}},
-	})
+	}, nil)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, true, false}, recorded)
 	require.NoError(t, tx.Commit(ctx))

@@ -27,7 +27,17 @@ type Event struct {
 	// enqueues: the accepting request's trace context, so that each
 	// delivery attempt continues its trace.
 	JobMetadata []byte
+	// Source is recorded on the claim when this copy wins it: "" or
+	// SourceWebhook for a webhook, SourceReconcile for an event fetched
+	// from the provider's API. A duplicate changes nothing.
+	Source string
 }
+
+// Where a claim came from (Event.Source, Record.Source).
+const (
+	SourceWebhook   = "webhook"
+	SourceReconcile = "reconcile"
+)
 
 // BusinessKey is an event's business key for one route, computed at ingest
 // from the verified event. Exactly one of Key and Missing is set.

@@ -7,51 +7,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// ExportFilter narrows Export. Zero values match everything.
-type ExportFilter struct {
-	Status   Status
-	Provider string
-	// Since and Before bound first_seen_at: Since <= first_seen_at < Before.
-	Since, Before time.Time
-	// Payloads adds each claim's raw payload (nil once cleared).
-	Payloads bool
-	// PageSize is how many claims one query reads; 0 means 500.
-	PageSize int
-}
 
 // Exported is one claim as Export yields it.
 type Exported struct {
 	Record
 	Deliveries []Delivery
-	// Payload is nil without ExportFilter.Payloads, or once cleared.
+	// Payload is nil without Export's payloads, or once cleared.
 	Payload []byte
 }
 
-// exportedDelivery is how the page query hands over a delivery (as JSON,
-// so that a claim and its deliveries come in one row).
-type exportedDelivery struct {
-	Route        string         `json:"route"`
-	Status       DeliveryStatus `json:"status"`
-	AttemptCount int            `json:"attempt_count"`
-	LastError    string         `json:"last_error"`
-	UpdatedAt    time.Time      `json:"updated_at"`
-	CompletedAt  *time.Time     `json:"completed_at"`
-	BusinessKey  string         `json:"business_key"`
-	// Result is the route's recorded result, JSON null when there is none.
-	Result json.RawMessage `json:"result"`
-	// Attempts is the delivery's attempt history, without responses.
-	Attempts []AttemptRecord `json:"attempts"`
-	After    []string        `json:"after"`
-}
-
 // Export calls emit for every claim f matches, oldest first (by
-// first_seen_at, then provider and event id), with its deliveries by route.
-// It reads a page at a time by keyset over that order, each page one
+// first_seen_at, then provider and event id), with its deliveries by route,
+// and with payloads its raw payload (nil once cleared). f's conditions are
+// SearchClaims'; f.After and f.Newer are ignored, and f.Limit is how many
+// claims one page reads (0: 500). It reads a page at a time by keyset over
+// that order, each page one
 // statement whose rows are streamed, so memory stays at about one claim
 // whatever the table's size, and no long transaction holds back vacuum.
 // first_seen_at never changes, so a claim settling or reopening while the
@@ -59,8 +32,8 @@ type exportedDelivery struct {
 // missing, and one accepted meanwhile appears if it sorts after the
 // position reached. The index on first_seen_at serves the order. emit must
 // not keep the Exported it is given past its return (its slices are reused).
-func (s *Store) Export(ctx context.Context, f ExportFilter, emit func(*Exported) error) error {
-	q := newExportQuery(f)
+func (s *Store) Export(ctx context.Context, f Search, payloads bool, emit func(*Exported) error) error {
+	q := newExportQuery(f, payloads)
 	var sc exportScanner
 	for first := true; ; first = false {
 		args := q.params
@@ -84,33 +57,20 @@ type exportQuery struct {
 	where   []string
 	params  []any
 	fixed   int    // how many of params are f's; the keyset's follow
-	payload string // the payload column, or NULL without ExportFilter.Payloads
+	payload string // the payload column, or NULL without payloads
 	page    int
 }
 
-// newExportQuery turns f into conditions and parameters.
-func newExportQuery(f ExportFilter) *exportQuery {
-	q := &exportQuery{page: f.PageSize, payload: "NULL::bytea"}
+// newExportQuery turns f into conditions and parameters, as SearchClaims
+// does.
+func newExportQuery(f Search, payloads bool) *exportQuery {
+	q := &exportQuery{page: f.Limit, payload: "NULL::bytea"}
 	if q.page <= 0 {
 		q.page = 500
 	}
-	arg := func(v any) string {
-		q.params = append(q.params, v)
-		return "$" + strconv.Itoa(len(q.params))
-	}
-	if f.Status != "" {
-		q.where = append(q.where, "c.status = "+arg(string(f.Status)))
-	}
-	if f.Provider != "" {
-		q.where = append(q.where, "c.provider = "+arg(f.Provider))
-	}
-	if !f.Since.IsZero() {
-		q.where = append(q.where, "c.first_seen_at >= "+arg(f.Since))
-	}
-	if !f.Before.IsZero() {
-		q.where = append(q.where, "c.first_seen_at < "+arg(f.Before))
-	}
-	if f.Payloads {
+	f.After, f.Newer = nil, nil
+	q.where = searchWhere(f, &q.params)
+	if payloads {
 		q.payload = "c.payload"
 	}
 	q.fixed = len(q.params)
@@ -137,7 +97,8 @@ func (q *exportQuery) sql(first bool) string {
 		cond = strings.Join(w, "\n  AND ")
 	}
 	// Unqualified columns are the claim's: deliveries appear only in
-	// the subquery.
+	// the subquery, each built in DeliveryView's JSON shape (the keys
+	// that view computes, max_attempts and idempotency_key, aside).
 	return `SELECT ` + claimColumns + `, ` + q.payload + `,
     (SELECT coalesce(json_agg(json_build_object(
                 'route', d.route, 'status', d.status, 'attempt_count', d.attempt_count,
@@ -189,7 +150,9 @@ func (s *Store) exportPage(ctx context.Context, sql string, args []any, sc *expo
 type exportScanner struct {
 	e   Exported
 	raw []byte
-	ds  []exportedDelivery
+	// ds are the current row's deliveries, as the page query builds them
+	// in JSON: in DeliveryView's shape, the one JSON shape of a delivery.
+	ds []DeliveryView
 }
 
 // scan reads the current row of rows into sc.e.
@@ -198,7 +161,7 @@ func (sc *exportScanner) scan(rows pgx.Rows) error {
 	e.Payload, sc.raw, sc.ds = e.Payload[:0], sc.raw[:0], sc.ds[:0]
 	c := &e.Record
 	if err := rows.Scan(&c.Provider, &c.EventID, &c.EventType, &c.ObjectID, &c.Status, &c.AttemptCount,
-		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &e.Payload, &sc.raw); err != nil {
+		&c.LastError, &c.FirstSeenAt, &c.UpdatedAt, &c.CompletedAt, &c.TerminalAt, &c.Source, &e.Payload, &sc.raw); err != nil {
 		return fmt.Errorf("exporting claims: %w", err)
 	}
 	if err := json.Unmarshal(sc.raw, &sc.ds); err != nil {
@@ -211,16 +174,21 @@ func (sc *exportScanner) scan(rows pgx.Rows) error {
 	return nil
 }
 
-// delivery is d as a Delivery of the claim c.
-func (d *exportedDelivery) delivery(c *Record) Delivery {
+// delivery is v, as the export's query built it, as a Delivery of the
+// claim c.
+func (v *DeliveryView) delivery(c *Record) Delivery {
 	var result []byte
-	if string(d.Result) != "null" {
-		result = d.Result
+	if string(v.Result) != "null" {
+		result = v.Result
+	}
+	var attempts []AttemptRecord
+	if v.Attempts != nil {
+		attempts = *v.Attempts
 	}
 	return Delivery{
-		Provider: c.Provider, EventID: c.EventID, Route: d.Route, Status: d.Status,
-		AttemptCount: d.AttemptCount, LastError: d.LastError, UpdatedAt: d.UpdatedAt,
-		CompletedAt: d.CompletedAt, EventType: c.EventType, BusinessKey: d.BusinessKey,
-		Result: result, After: slices.Clone(d.After), Attempts: d.Attempts,
+		Provider: c.Provider, EventID: c.EventID, Route: v.Route, Status: v.Status,
+		AttemptCount: v.AttemptCount, LastError: v.LastError, UpdatedAt: v.UpdatedAt,
+		CompletedAt: v.CompletedAt, EventType: c.EventType, BusinessKey: v.BusinessKey,
+		Result: result, After: slices.Clone(v.After), Attempts: attempts,
 	}
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
-// exported runs Export with f and returns copies of what it yielded.
-func (b *bundle) exported(t *testing.T, f claim.ExportFilter) []claim.Exported {
+// exported runs Export with f (and payloads, when one is given) and
+// returns copies of what it yielded.
+func (b *bundle) exported(t *testing.T, f claim.Search, payloads ...bool) []claim.Exported {
 	t.Helper()
 	var out []claim.Exported
-	require.NoError(t, b.store.Export(t.Context(), f, func(e *claim.Exported) error {
+	require.NoError(t, b.store.Export(t.Context(), f, len(payloads) > 0 && payloads[0], func(e *claim.Exported) error {
 		c := *e
 		c.Deliveries = append([]claim.Delivery(nil), e.Deliveries...)
 		c.Payload = append([]byte(nil), e.Payload...)
@@ -64,18 +65,18 @@ func TestExport(t *testing.T) {
 
 	for _, tt := range []struct {
 		name   string
-		filter claim.ExportFilter
+		filter claim.Search
 		want   []string
 	}{
-		{"All", claim.ExportFilter{}, all},
-		{"PagesSplitTies", claim.ExportFilter{PageSize: 2}, all},
-		{"PagesOfOne", claim.ExportFilter{PageSize: 1}, all},
-		{"Status", claim.ExportFilter{Status: claim.Completed, PageSize: 1}, []string{"stripe/evt_tie_1", "stripe/evt_c"}},
-		{"Provider", claim.ExportFilter{Provider: "github", PageSize: 1}, []string{"github/evt_b", "github/evt_tie_2"}},
-		{"SinceIncludes", claim.ExportFilter{Since: base.Add(2 * time.Minute)}, all[2:]},
-		{"BeforeExcludes", claim.ExportFilter{Before: base.Add(2 * time.Minute)}, all[:2]},
-		{"Window", claim.ExportFilter{Since: base.Add(time.Minute), Before: base.Add(3 * time.Minute), PageSize: 2}, all[1:5]},
-		{"Nothing", claim.ExportFilter{Since: base.Add(time.Hour)}, []string{}},
+		{"All", claim.Search{}, all},
+		{"PagesSplitTies", claim.Search{Limit: 2}, all},
+		{"PagesOfOne", claim.Search{Limit: 1}, all},
+		{"Status", claim.Search{Status: claim.Completed, Limit: 1}, []string{"stripe/evt_tie_1", "stripe/evt_c"}},
+		{"Provider", claim.Search{Provider: "github", Limit: 1}, []string{"github/evt_b", "github/evt_tie_2"}},
+		{"SinceIncludes", claim.Search{Since: base.Add(2 * time.Minute)}, all[2:]},
+		{"BeforeExcludes", claim.Search{Before: base.Add(2 * time.Minute)}, all[:2]},
+		{"Window", claim.Search{Since: base.Add(time.Minute), Before: base.Add(3 * time.Minute), Limit: 2}, all[1:5]},
+		{"Nothing", claim.Search{Since: base.Add(time.Hour)}, []string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, exportedKeys(b.exported(t, tt.filter)))
@@ -83,7 +84,7 @@ func TestExport(t *testing.T) {
 	}
 
 	t.Run("ClaimsCarryTheirDeliveriesAndPayloadOnlyWhenAsked", func(t *testing.T) {
-		es := b.exported(t, claim.ExportFilter{Payloads: true})
+		es := b.exported(t, claim.Search{}, true)
 		require.Len(t, es, len(all))
 		a := es[0]
 		want, wantDs, err := b.store.Get(t.Context(), "stripe", "evt_a")
@@ -109,24 +110,24 @@ func TestExport(t *testing.T) {
 		// show prints it.
 		ev := event("evt_keyed")
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: `["in_1"]`}}
-		_, err = b.store.Claim(t.Context(), ev, []string{"ship"}, true)
+		_, err = testfactory.ClaimEvent(t.Context(), b.store, ev, []string{"ship"}, true)
 		require.NoError(t, err)
-		keyed := b.exported(t, claim.ExportFilter{Since: time.Now().Add(-time.Minute)})
+		keyed := b.exported(t, claim.Search{Since: time.Now().Add(-time.Minute)})
 		require.Len(t, keyed, 1)
 		require.Equal(t, `["in_1"]`, keyed[0].Deliveries[0].BusinessKey)
 
 		// So is the result a route recorded when the delivery completed.
 		b.record(t, key("evt_keyed", "ship"), claim.AttemptResult{
 			Status: claim.DeliveryCompleted, Attempted: true, Result: []byte(`{"id":"shp_1"}`)})
-		keyed = b.exported(t, claim.ExportFilter{Since: time.Now().Add(-time.Minute)})
+		keyed = b.exported(t, claim.Search{Since: time.Now().Add(-time.Minute)})
 		require.JSONEq(t, `{"id":"shp_1"}`, string(keyed[0].Deliveries[0].Result))
-		for _, e := range b.exported(t, claim.ExportFilter{Before: time.Now().Add(-time.Minute)}) {
+		for _, e := range b.exported(t, claim.Search{Before: time.Now().Add(-time.Minute)}) {
 			for _, d := range e.Deliveries {
 				require.Nil(t, d.Result, "no result recorded: none exported")
 			}
 		}
 
-		for _, e := range b.exported(t, claim.ExportFilter{}) {
+		for _, e := range b.exported(t, claim.Search{}) {
 			require.Nil(t, e.Payload, e.EventID)
 		}
 	})

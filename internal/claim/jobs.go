@@ -17,7 +17,7 @@ type deliveryJob struct {
 }
 
 // insertJobs inserts jobs in tx with one InsertManyFastTx (COPY), each on
-// its route's queue with its route's max_attempts (Store.deliveryJob). It is
+// its route's queue with its route's max_attempts (Store.jobParams). It is
 // the one place delivery jobs are built: at the claim, the release of
 // waiting deliveries, a reopen and the reconciler's requeue.
 func (s *Store) insertJobs(ctx context.Context, tx pgx.Tx, jobs []deliveryJob) error {
@@ -29,7 +29,7 @@ func (s *Store) insertJobs(ctx context.Context, tx pgx.Tx, jobs []deliveryJob) e
 	}
 	params := make([]river.InsertManyParams, len(jobs))
 	for i, j := range jobs {
-		params[i] = s.deliveryJob(j.Key.Provider, j.Key.EventID, j.Key.Route)
+		params[i] = s.jobParams(j.Key.Provider, j.Key.EventID, j.Key.Route)
 		params[i].InsertOpts.Metadata = j.Meta
 	}
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, params); err != nil {

@@ -210,7 +210,7 @@ SELECT 'ship', sha256(convert_to(event_id, 'UTF8')), event_id, provider, event_i
 	}
 	scans := planScans(t, tx, claimManySQL, providers, ids, types, objects, statuses, payloads, contentTypes,
 		lastErrors, bodyHashes, encodings, routeOrd, routeNames, routeHashes, routeKeys, routeMissing,
-		routeWaits, routeAncestors)
+		routeWaits, routeAncestors, make([]string, batch))
 	for _, sc := range scans {
 		require.Falsef(t, sc.Type == "Seq Scan" && (sc.Relation == "webhook_event_claims" || sc.Relation == "webhook_business_keys"),
 			"the claim statement scans %s: %v", sc.Relation, scans)

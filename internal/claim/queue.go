@@ -48,12 +48,12 @@ func Queue(route string) string {
 	return hashedQueuePrefix + hex.EncodeToString(sum[:16])
 }
 
-// deliveryJob is the insert of the delivery job of one event for route,
+// jobParams is the insert of the delivery job of one event for route,
 // for every path that enqueues one (claim, reopen, retry, reconcile): on the
 // route's queue with its max_attempts, or, for a route that is not
 // configured (max_attempts 0), on the default queue with River's default,
 // where a worker still takes it and fails the delivery with the reason.
-func (s *Store) deliveryJob(provider, eventID, route string) river.InsertManyParams {
+func (s *Store) jobParams(provider, eventID, route string) river.InsertManyParams {
 	opts := &river.InsertOpts{MaxAttempts: s.limit(route), Queue: river.QueueDefault}
 	if opts.MaxAttempts > 0 {
 		opts.Queue = Queue(route)
@@ -119,7 +119,8 @@ type RouteState struct {
 	Failed     int `json:"failed"`
 	// Available counts its jobs waiting for a worker; Retryable, those
 	// waiting for the time of their next attempt; Running, those being
-	// attempted. Available + Retryable is the backlog.
+	// attempted. Available + Retryable are its QueuedJobs (the views'
+	// "backlog").
 	Available int `json:"available"`
 	Retryable int `json:"retryable"`
 	Running   int `json:"running"`
@@ -131,8 +132,9 @@ type RouteState struct {
 	Breaker Breaker `json:"breaker"`
 }
 
-// Backlog is the route's jobs waiting to run.
-func (r RouteState) Backlog() int { return r.Available + r.Retryable }
+// QueuedJobs counts the route's jobs waiting to run: available now, or at
+// the time of their next attempt.
+func (r RouteState) QueuedJobs() int { return r.Available + r.Retryable }
 
 // routeDeliveriesSQL counts the processing, waiting and failed deliveries
 // of routes. A processing delivery's claim is processing, and a waiting or

@@ -75,10 +75,9 @@ func TestQueue(t *testing.T) {
 // queueOfJob returns the queue of the stripe delivery job of id for route.
 func (b *bundle) queueOfJob(t *testing.T, id, route string) string {
 	t.Helper()
-	var q string
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT queue FROM river_job
-WHERE args->>'provider' = 'stripe' AND args->>'event_id' = $1 AND args->>'route' = $2`, id, route).Scan(&q))
-	return q
+	jobs := testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: id, Route: route}})
+	require.Len(t, jobs, 1)
+	return jobs[0].Queue
 }
 
 func TestMoveJobsToRouteQueues(t *testing.T) {
@@ -175,8 +174,8 @@ func TestRouteStates(t *testing.T) {
 		{Route: "mail", Queue: "route-mail", Processing: 2, Available: 1, Retryable: 1, Breaker: closed},
 		{Route: "ledger", Queue: "route-ledger", Breaker: closed},
 	}, states)
-	require.Equal(t, 2, states[0].Backlog())
-	require.Equal(t, 2, states[1].Backlog())
+	require.Equal(t, 2, states[0].QueuedJobs())
+	require.Equal(t, 2, states[1].QueuedJobs())
 
 	t.Run("PauseAndResume", func(t *testing.T) {
 		// mail's queue was never run by a worker: pausing registers it.
@@ -193,7 +192,7 @@ func TestRouteStates(t *testing.T) {
 		require.False(t, states[0].Paused)
 		require.True(t, states[1].Paused)
 		require.NotNil(t, states[1].PausedAt)
-		require.Equal(t, 2, states[1].Backlog(), "pausing keeps the backlog")
+		require.Equal(t, 2, states[1].QueuedJobs(), "pausing keeps the backlog")
 
 		was, err := b.store.ResumeRoute(ctx, queues, "mail")
 		require.NoError(t, err)

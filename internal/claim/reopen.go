@@ -125,3 +125,52 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID); err != nil {
 	}
 	return len(all), s.enqueue(ctx, provider, eventID, routes, meta)
 }
+
+// reopenBatch is how many claims ReopenMatching reads at a time.
+const reopenBatch = 500
+
+// ReopenMatching reopens every claim f matches, as Reopen does one, newest
+// first. It pages through them by keyset, f.Limit (0: 500) at a time, so
+// it reaches any number of claims and visits each once; each claim is
+// reopened in a transaction of its own (in a store Transact handed out, a
+// savepoint of its transaction, which then commits them all at once), and
+// one refused (not failed any more, say) or deleted meanwhile is skipped.
+// reopened, when not nil, is called after each claim reopened with its
+// deliveries reopened. It returns the claims visited and reopened and the
+// deliveries reopened, so far also with an error.
+func (s *Store) ReopenMatching(ctx context.Context, f Search, force bool, reopened func(k EventKey, deliveries int)) (matched, claims, deliveries int, err error) {
+	if f.Limit <= 0 {
+		f.Limit = reopenBatch
+	}
+	f.After, f.Newer = nil, nil
+	for {
+		page, err := s.SearchClaims(ctx, f)
+		if err != nil {
+			return matched, claims, deliveries, err
+		}
+		for _, c := range page {
+			matched++
+			var n int
+			err := s.Transact(ctx, func(tx *Store) (err error) {
+				n, err = tx.Reopen(ctx, c.Provider, c.EventID, force)
+				return err
+			})
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return matched, claims, deliveries, err
+			}
+			claims++
+			deliveries += n
+			if reopened != nil {
+				reopened(EventKey{Provider: c.Provider, EventID: c.EventID}, n)
+			}
+		}
+		if len(page) < f.Limit {
+			return matched, claims, deliveries, nil
+		}
+		last := page[len(page)-1].Position()
+		f.After = &last
+	}
+}

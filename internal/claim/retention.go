@@ -25,6 +25,9 @@ type Retention struct {
 type PruneResult struct {
 	Deleted         int `json:"deleted"`
 	PayloadsCleared int `json:"payloads_cleared"`
+	// RunsDeleted counts reconciliation runs (reconcile_runs) older than
+	// Retention.Claims, deleted with the claims.
+	RunsDeleted int `json:"runs_deleted,omitempty"`
 }
 
 // The two retention statements. Each picks one batch through its partial
@@ -86,7 +89,7 @@ WHERE terminal_at IS NOT NULL AND terminal_at < $1`
 
 // Prune applies r once: it clears the payloads that are due, then deletes
 // the claims that are due, a batch per statement, until a batch comes back
-// short. The cutoffs are fixed when it starts (by the database's clock), so
+// short, then the reconciliation runs as old as those claims. The cutoffs are fixed when it starts (by the database's clock), so
 // a run ends even while claims keep becoming due; those are the next run's.
 // Concurrent Prunes (replicas, an operator's `claims prune`) share the work
 // without waiting on each other. On error, or when ctx ends between
@@ -118,7 +121,8 @@ func (s *Store) Prune(ctx context.Context, r Retention) (PruneResult, error) {
 			break
 		}
 	}
-	return res, nil
+	res.RunsDeleted, err = s.pruneReconcileRuns(ctx, claimCut, batch)
+	return res, err
 }
 
 // PruneDue counts what Prune would do now, changing nothing.
@@ -133,6 +137,9 @@ func (s *Store) PruneDue(ctx context.Context, r Retention) (PruneResult, error) 
 	}
 	if err := s.db.QueryRow(ctx, countClaimsSQL, claimCut).Scan(&res.Deleted); err != nil {
 		return res, fmt.Errorf("counting claims due for deletion: %w", err)
+	}
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM reconcile_runs WHERE started_at < $1`, claimCut).Scan(&res.RunsDeleted); err != nil {
+		return res, fmt.Errorf("counting reconciliation runs due for deletion: %w", err)
 	}
 	return res, nil
 }

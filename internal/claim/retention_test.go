@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // Retention of the tests: payloads cleared after a day, claims deleted
@@ -75,7 +76,7 @@ func TestTerminalAt(t *testing.T) {
 	require.NotNil(t, c.TerminalAt)
 	require.WithinDuration(t, time.Now(), *c.TerminalAt, time.Minute, "ages afresh from the second settling")
 
-	res, err := b.store.Claim(t.Context(), event("evt_ignored"), nil, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, event("evt_ignored"), nil, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.ClaimedIgnored, res.Decision)
 	c, _ = b.get(t, "evt_ignored")
@@ -105,7 +106,7 @@ func TestPrune(t *testing.T) {
 		b.terminalAgo(t, id, ago)
 	}
 	ignored := func(id string, ago time.Duration) {
-		_, err := b.store.Claim(t.Context(), event(id), nil, true)
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, event(id), nil, true)
 		require.NoError(t, err)
 		b.terminalAgo(t, id, ago)
 	}
@@ -365,8 +366,7 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 	require.Equal(t, n, deleted+len(reopened), "each claim went exactly one way")
 
 	*jobs += len(reopened)
-	var got int
-	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, claim.DeliveryKind).Scan(&got))
+	got := len(testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Kind: claim.DeliveryKind}))
 	require.Equal(t, *jobs, got, "one job per reopen, none for a deleted claim")
 	for _, id := range ids {
 		exists, _, deliveries := b.stored(t, id)
@@ -409,7 +409,7 @@ func TestRedeliveryMeetsPrune(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := b.store.Claim(context.Background(), event("evt_gone"), []string{"ship"}, true)
+		res, err := testfactory.ClaimEvent(context.Background(), b.store, event("evt_gone"), []string{"ship"}, true)
 		done <- outcome{res, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -441,7 +441,7 @@ func TestPruneFreesBusinessKeys(t *testing.T) {
 		ev.BusinessKeys = []claim.BusinessKey{{Route: "ship", Key: `["order_1"]`}}
 		return ev
 	}
-	res, err := b.store.Claim(t.Context(), keyed("evt_holder"), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_holder"), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 	b.record(t, key("evt_holder", "ship"), success)
@@ -454,7 +454,7 @@ func TestPruneFreesBusinessKeys(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_business_keys`).Scan(&keys))
 	require.Zero(t, keys, "the key went with its claim")
 
-	res, err = b.store.Claim(t.Context(), keyed("evt_later"), []string{"ship"}, true)
+	res, err = testfactory.ClaimEvent(t.Context(), b.store, keyed("evt_later"), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Deliveries, "the key was free again")
 	_, ds := b.get(t, "evt_later")

@@ -125,7 +125,7 @@ func TestStrandedNeedsEveryPredecessorCompleted(t *testing.T) {
 	s := NewStore(tx, client, func(string) int { return 5 })
 	ev := Event{Provider: "stripe", ID: "evt_stranded_fan", Type: "invoice.paid", ObjectID: "in_1",
 		ContentType: "application/json", Payload: []byte(`{}`), After: map[string][]string{"ledger": {"ship", "mail"}}}
-	_, err = s.Claim(ctx, ev, []string{"ship", "mail", "ledger"}, true)
+	_, err = s.ClaimMany(ctx, []Request{{Event: ev, Routes: []string{"ship", "mail", "ledger"}}})
 	require.NoError(t, err)
 	set := func(route, status string) {
 		t.Helper()

@@ -9,12 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Search narrows and pages SearchClaims and ReopenMatching. Zero values
-// match everything.
+// Search is the one filter of claims: it narrows and pages SearchClaims
+// (`worker claims list`, the operator API's and the console's lists),
+// CountClaims, Export (`worker claims export`) and ReopenMatching (bulk
+// retry), whose conditions one builder writes. Zero values match
+// everything.
 type Search struct {
 	Status   Status
 	Provider string
@@ -26,14 +30,18 @@ type Search struct {
 	// EventIDPrefix keeps claims whose event id starts with it.
 	EventIDPrefix string
 	// EventIDContains keeps claims whose event id holds it anywhere
-	// (served by the trigram index of migration 19 from three characters
-	// on).
+	// (served by the trigram index of migration 21 from three characters
+	// on, see substringSQL).
 	EventIDContains string
 	// BusinessKey keeps claims holding this business key (as `claims show`
 	// prints it, a JSON array of the route's values).
 	BusinessKey string
 	// Since and Before bound first_seen_at: Since <= first_seen_at < Before.
 	Since, Before time.Time
+	// ChangedUpTo, when set, keeps claims whose last change (updated_at)
+	// is at or before it: a bulk retry's bound, the time of the dry run it
+	// was confirmed on, so that claims that failed since are left alone.
+	ChangedUpTo time.Time
 	// After, when set, keeps only claims after it in the order (newest
 	// first): the position a previous page ended at.
 	After *Position
@@ -64,6 +72,25 @@ func (c Record) Position() Position {
 // likeEscape escapes s for a LIKE pattern with \ as its escape character.
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// trigramMin is the shortest substring the trigram index can narrow: a
+// shorter one holds no trigram, and the index would be read whole.
+const trigramMin = 3
+
+// substringSQL is what a substring filter of sub matches against. From
+// trigramMin characters on it is the expression migration 21 indexes with
+// pg_trgm (event_id joined to the empty string), which only this filter
+// names: no join or lookup by id can use that index, so they keep to the
+// primary key. A shorter substring matches against the bare column, which
+// that index does not cover, so the list walks its newest-first index and
+// tests each id, stopping once the page is full, as it does for other
+// filters no index narrows.
+func substringSQL(sub string) string {
+	if utf8.RuneCountInString(sub) >= trigramMin {
+		return "(c.event_id || '')"
+	}
+	return "c.event_id"
 }
 
 // statusLiterals are the claim statuses as SQL literals.
@@ -104,7 +131,7 @@ func searchWhere(f Search, params *[]any) []string {
 		where = append(where, "c.event_id LIKE "+arg(likeEscape(f.EventIDPrefix)+"%"))
 	}
 	if f.EventIDContains != "" {
-		where = append(where, "c.event_id LIKE "+arg("%"+likeEscape(f.EventIDContains)+"%"))
+		where = append(where, substringSQL(f.EventIDContains)+" LIKE "+arg("%"+likeEscape(f.EventIDContains)+"%"))
 	}
 	if f.Route != "" {
 		// One primary-key probe per claim read.
@@ -122,6 +149,9 @@ func searchWhere(f Search, params *[]any) []string {
 	}
 	if !f.Before.IsZero() {
 		where = append(where, "c.first_seen_at < "+arg(f.Before))
+	}
+	if !f.ChangedUpTo.IsZero() {
+		where = append(where, "c.updated_at <= "+arg(f.ChangedUpTo))
 	}
 	if f.After != nil {
 		// The first condition bounds the index range; the row comparison
@@ -163,7 +193,7 @@ func searchSQL(f Search) (string, []any) {
 func claimColumnsOf(a string) string {
 	return a + `.provider, ` + a + `.event_id, ` + a + `.event_type, coalesce(` + a + `.object_id, ''), ` + a + `.status, ` +
 		a + `.attempt_count, coalesce(` + a + `.last_error, ''), ` + a + `.first_seen_at, ` + a + `.updated_at, ` +
-		a + `.completed_at, ` + a + `.terminal_at`
+		a + `.completed_at, ` + a + `.terminal_at, ` + a + `.source`
 }
 
 // SearchClaims returns one page of the claims f matches, newest first; the
@@ -187,6 +217,22 @@ func (s *Store) SearchClaims(ctx context.Context, f Search) ([]Record, error) {
 // CountClaims counts the claims f matches (After, Newer and Limit aside).
 func (s *Store) CountClaims(ctx context.Context, f Search) (int, error) {
 	return s.CountClaimsUpTo(ctx, f, 0)
+}
+
+// CountClaimsAsOf is CountClaims and the database's time of the count:
+// what a bulk retry's dry run answers, and its confirmation carries.
+func (s *Store) CountClaimsAsOf(ctx context.Context, f Search) (n int, asOf time.Time, err error) {
+	f.After, f.Newer = nil, nil
+	var params []any
+	where := searchWhere(f, &params)
+	sql := `SELECT count(*), now() FROM webhook_event_claims c`
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	if err := s.db.QueryRow(ctx, sql, params...).Scan(&n, &asOf); err != nil {
+		return 0, time.Time{}, fmt.Errorf("counting claims: %w", err)
+	}
+	return n, asOf, nil
 }
 
 // CountClaimsUpTo counts the claims f matches (After, Newer and Limit
@@ -252,50 +298,4 @@ WHERE provider = $1 AND event_id = $2`, provider, eventID).Scan(&body, &contentE
 		return nil, "", fmt.Errorf("reading payload of %s/%s: %w", provider, eventID, err)
 	}
 	return body, contentEncoding, nil
-}
-
-// ReopenMatching reopens every claim f matches, as Reopen does one, newest
-// first. It pages through them by keyset, f.Limit (0: 500) at a time, so
-// it reaches any number of claims and visits each once; each claim is
-// reopened in a transaction of its own (in a store Transact handed out, a
-// savepoint of its transaction, which then commits them all at once), and
-// one refused (not failed any more, say) or deleted meanwhile is skipped. reopened, when not nil, is
-// called after each claim reopened with its deliveries reopened. It
-// returns the claims visited and reopened and the deliveries reopened, so
-// far also with an error.
-func (s *Store) ReopenMatching(ctx context.Context, f Search, force bool, reopened func(k EventKey, deliveries int)) (matched, claims, deliveries int, err error) {
-	if f.Limit <= 0 {
-		f.Limit = reopenBatch
-	}
-	f.After, f.Newer = nil, nil
-	for {
-		page, err := s.SearchClaims(ctx, f)
-		if err != nil {
-			return matched, claims, deliveries, err
-		}
-		for _, c := range page {
-			matched++
-			var n int
-			err := s.Transact(ctx, func(tx *Store) (err error) {
-				n, err = tx.Reopen(ctx, c.Provider, c.EventID, force)
-				return err
-			})
-			if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return matched, claims, deliveries, err
-			}
-			claims++
-			deliveries += n
-			if reopened != nil {
-				reopened(EventKey{Provider: c.Provider, EventID: c.EventID}, n)
-			}
-		}
-		if len(page) < f.Limit {
-			return matched, claims, deliveries, nil
-		}
-		last := page[len(page)-1].Position()
-		f.After = &last
-	}
 }

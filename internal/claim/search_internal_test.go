@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -128,4 +129,82 @@ SELECT provider, event_id, 'ship', status, completed_at FROM webhook_event_claim
 			require.Truef(t, slices.ContainsFunc(scans, func(sc scan) bool { return sc.Index == idx }), "%s does not use %s: %v", s.name, idx, scans)
 		}
 	}
+}
+
+// substringIndex is migration 21's trigram index of event ids.
+const substringIndex = "webhook_event_claims_event_id_substring_idx"
+
+// trigramIndex reports whether idx is a trigram index of event ids: 21's,
+// or 19's on the bare column, which it replaced.
+func trigramIndex(idx string) bool {
+	return idx == substringIndex || idx == "webhook_event_claims_event_id_trgm_idx"
+}
+
+// TestTrigramIndexServesOnlySubstrings plans, over claims whose ids share
+// most of their trigrams (ord_0000001, ord_0000002, ...), the statements
+// that find claims by id or join them to their deliveries: the stats, the
+// overview's activity, a lookup by id alone and the claims list's other
+// filters. None may read the trigram index, at the planner's costs nor
+// when index scans look dearer than bitmap scans (as they did to the
+// planner that chose it): each of its lookups by one id reads the posting
+// lists of trigrams nearly every id holds. The substring filter uses it
+// from three characters on, and not below, where it holds no trigram.
+func TestTrigramIndexServesOnlySubstrings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	for _, q := range []string{
+		`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, first_seen_at, completed_at)
+SELECT 'shop', 'ord_' || lpad(g::text, 7, '0'), 'order.paid', CASE WHEN g % 100 = 0 THEN 'processing' ELSE 'completed' END,
+       '{}', 'application/json', now() - make_interval(secs => 30000 - g), CASE WHEN g % 100 <> 0 THEN now() END
+FROM generate_series(1, 30000) g`,
+		`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
+SELECT provider, event_id, 'fulfil', status, completed_at FROM webhook_event_claims`,
+		// As autovacuum would have: the trigram index's pending entries
+		// into its tree, where the planner counts them at their cost.
+		`SELECT gin_clean_pending_list('` + substringIndex + `')`,
+		`ANALYZE webhook_event_claims, webhook_deliveries`,
+	} {
+		_, err := tx.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	since := time.Now().Add(-24 * time.Hour)
+	statements := []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"stats: claims", statsClaimsSQL, []any{86400.0}},
+		{"stats: deliveries", statsDeliveriesSQL, []any{86400.0}},
+		{"stats: oldest claim", statsOldestClaimSQL, nil},
+		{"stats: oldest delivery", statsOldestDeliverySQL, nil},
+		{"activity", routeActivitySQL, []any{since, 3600.0, 24}},
+		{"a claim by id alone", `SELECT first_seen_at FROM webhook_event_claims WHERE event_id = $1`, []any{"ord_0012345"}},
+	}
+	for _, f := range []Search{{EventIDContains: "5"}, {EventIDContains: "05"}, {EventIDPrefix: "ord_001"}, {Route: "fulfil"}} {
+		sql, args := searchSQL(f)
+		statements = append(statements, struct {
+			name string
+			sql  string
+			args []any
+		}{fmt.Sprintf("search %+v", f), sql, args})
+	}
+	for _, bitmaps := range []bool{false, true} {
+		if bitmaps {
+			_, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off`)
+			require.NoError(t, err)
+		}
+		for _, s := range statements {
+			for _, sc := range planScans(t, tx, s.sql, s.args...) {
+				require.Falsef(t, trigramIndex(sc.Index), "%s (bitmap scans only: %v) reads %s", s.name, bitmaps, sc.Index)
+			}
+		}
+	}
+
+	_, err := tx.Exec(ctx, `RESET enable_indexscan; RESET enable_indexonlyscan`)
+	require.NoError(t, err)
+	sql, args := searchSQL(Search{EventIDContains: "0012345"})
+	scans := planScans(t, tx, sql, args...)
+	require.Truef(t, slices.ContainsFunc(scans, func(sc scan) bool { return sc.Index == substringIndex }),
+		"a rare substring is found through %s: %v", substringIndex, scans)
 }

@@ -28,6 +28,20 @@ type Stats struct {
 	OldestDeliverySeconds map[string]float64
 }
 
+// The statements of Stats, in the order it runs them.
+const (
+	statsClaimsSQL = `SELECT provider, status, count(*) FROM webhook_event_claims
+WHERE first_seen_at >= now() - make_interval(secs => $1) GROUP BY provider, status`
+	statsDeliveriesSQL = `SELECT d.route, d.status, count(*) FROM webhook_event_claims c
+JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
+WHERE c.first_seen_at >= now() - make_interval(secs => $1) GROUP BY d.route, d.status`
+	statsOldestClaimSQL = `SELECT provider, extract(epoch FROM now() - min(first_seen_at))::float8 FROM webhook_event_claims
+WHERE status = 'processing' GROUP BY provider`
+	statsOldestDeliverySQL = `SELECT d.route, extract(epoch FROM now() - min(c.first_seen_at))::float8 FROM webhook_deliveries d
+JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id
+WHERE d.status = 'processing' GROUP BY d.route`
+)
+
 // Stats counts claims and deliveries first seen within window, by
 // provider and by route, through the first_seen_at index; the oldest
 // processing ages come from the partial indexes on processing rows. The
@@ -51,19 +65,13 @@ func (s *Store) Stats(ctx context.Context, window time.Duration) (Stats, error) 
 		scan []any
 		each func()
 	}{
-		{`SELECT provider, status, count(*) FROM webhook_event_claims
-WHERE first_seen_at >= now() - make_interval(secs => $1) GROUP BY provider, status`,
+		{statsClaimsSQL,
 			[]any{window.Seconds()}, []any{&name, &status, &n}, func() { countIn(st.Claims, name)[status] = n }},
-		{`SELECT d.route, d.status, count(*) FROM webhook_event_claims c
-JOIN webhook_deliveries d ON d.provider = c.provider AND d.event_id = c.event_id
-WHERE c.first_seen_at >= now() - make_interval(secs => $1) GROUP BY d.route, d.status`,
+		{statsDeliveriesSQL,
 			[]any{window.Seconds()}, []any{&name, &dstatus, &n}, func() { countIn(st.Deliveries, name)[dstatus] = n }},
-		{`SELECT provider, extract(epoch FROM now() - min(first_seen_at))::float8 FROM webhook_event_claims
-WHERE status = 'processing' GROUP BY provider`,
+		{statsOldestClaimSQL,
 			nil, []any{&name, &age}, func() { st.OldestClaimSeconds[name] = age }},
-		{`SELECT d.route, extract(epoch FROM now() - min(c.first_seen_at))::float8 FROM webhook_deliveries d
-JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id
-WHERE d.status = 'processing' GROUP BY d.route`,
+		{statsOldestDeliverySQL,
 			nil, []any{&name, &age}, func() { st.OldestDeliverySeconds[name] = age }},
 	} {
 		rows, err := s.db.Query(ctx, q.sql, q.args...)

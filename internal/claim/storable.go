@@ -36,6 +36,11 @@ func Storable(ev Event, routes []string) error {
 			return fmt.Errorf("%w: the %s is not UTF-8 text without NUL bytes", ErrUnstorable, f.name)
 		}
 	}
+	switch ev.Source {
+	case "", SourceWebhook, SourceReconcile:
+	default:
+		return fmt.Errorf("%w: the source must be %s or %s", ErrUnstorable, SourceWebhook, SourceReconcile)
+	}
 	return nil
 }
 

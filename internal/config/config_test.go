@@ -560,7 +560,8 @@ func TestExampleFile(t *testing.T) {
 
 			Method:            "POST",
 			IdempotencyHeader: "Idempotency-Key",
-			Breaker:           defaultBreaker,
+			// The demo route opens sooner than the default, for `send-demo --fail`.
+			Breaker: Breaker{Failures: 3, CoolDown: Duration(10 * time.Second), MaxCoolDown: Duration(20 * time.Second)},
 		}, demo)
 
 		ship, ok := c.Route("ship-order")

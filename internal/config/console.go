@@ -27,6 +27,9 @@ type Console struct {
 	Tokens []ConsoleToken `yaml:"tokens"`
 	// SessionTTL is how long a console sign-in lasts. Default 12h.
 	SessionTTL Duration `yaml:"session_ttl"`
+	// ReadPool bounds the connections the API and the console read
+	// through.
+	ReadPool ReadPool `yaml:"read_pool"`
 }
 
 // ConsoleUser is one person who may use the console and the API.
@@ -62,6 +65,7 @@ const MinConsoleSecret = 12
 
 func (c *Console) setDefaults() {
 	if c.Enabled() {
+		c.ReadPool.setDefaults()
 		c.SessionTTL = cmp.Or(c.SessionTTL, Duration(DefaultSessionTTL))
 	}
 }
@@ -101,6 +105,7 @@ func (v *validator) console(c Console) {
 	}
 	if c.Enabled() {
 		v.positive("console.session_ttl", c.SessionTTL)
+		v.readPool(c.ReadPool)
 	}
 }
 

@@ -40,6 +40,32 @@ func TestConsoleParse(t *testing.T) {
 	require.False(t, c.Console.Enabled(), "no users and no tokens: the console is off")
 }
 
+func TestConsoleReadPool(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(consoleDoc))
+	require.NoError(t, err)
+	require.Equal(t, ReadPool{MaxConns: 4, StatementTimeout: Duration(5 * time.Second), WaitTimeout: Duration(2 * time.Second)},
+		c.Console.ReadPool)
+
+	c, err = Parse([]byte(consoleDoc + "  read_pool: {max_conns: 2, statement_timeout: 30s, wait_timeout: 500ms}\n"))
+	require.NoError(t, err)
+	require.Equal(t, ReadPool{MaxConns: 2, StatementTimeout: Duration(30 * time.Second), WaitTimeout: Duration(500 * time.Millisecond)},
+		c.Console.ReadPool)
+
+	for _, tt := range []struct{ pool, want string }{
+		{"{max_conns: -1}", "console.read_pool.max_conns: must be from 1 to 50, got -1"},
+		{"{max_conns: 51}", "console.read_pool.max_conns: must be from 1 to 50, got 51"},
+		{"{statement_timeout: 10ms}", "console.read_pool.statement_timeout: must be from 100ms to 10m0s, got 10ms"},
+		{"{statement_timeout: 1h}", "console.read_pool.statement_timeout: must be from 100ms to 10m0s, got 1h0m0s"},
+		{"{wait_timeout: -1s}", "console.read_pool.wait_timeout: must be a positive duration of at most 1m0s, got -1s"},
+		{"{wait_timeout: 2m}", "console.read_pool.wait_timeout: must be a positive duration of at most 1m0s, got 2m0s"},
+		{"{max_con: 2}", `unknown key "max_con"`},
+	} {
+		_, err := Parse([]byte(consoleDoc + "  read_pool: " + tt.pool + "\n"))
+		require.ErrorContains(t, err, tt.want, tt.pool)
+	}
+}
+
 func TestConsoleInvalid(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ name, doc, want string }{

@@ -25,6 +25,9 @@ func (c *Config) setDefaults() {
 		p.Tolerance = cmp.Or(p.Tolerance, Duration(5*time.Minute))
 		p.OnFailedRedelivery = cmp.Or(p.OnFailedRedelivery, RedeliveryReopen)
 		p.ReplayGuard = cmp.Or(p.ReplayGuard, p.defaultReplayGuard())
+		if p.Reconcile != nil {
+			p.Reconcile.setDefaults(p.Scheme)
+		}
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]

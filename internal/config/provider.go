@@ -105,6 +105,10 @@ type Provider struct {
 	// TimestampHeader, when set, names a header with a unix timestamp that is
 	// signed as timestamp + "." + body and checked against Tolerance.
 	TimestampHeader string `yaml:"timestamp_header"`
+
+	// Reconcile, when set (stripe and github only), fetches from the
+	// provider's API the events it never delivered (see Reconcile).
+	Reconcile *Reconcile `yaml:"reconcile"`
 }
 
 // defaultReplayGuard is body for the schemes whose signature does not cover

@@ -133,6 +133,7 @@ func (v *validator) provider(key string, p Provider) {
 	if !known {
 		return
 	}
+	v.reconcile(key, p)
 	for _, s := range schemeSettings {
 		if s.value(p) != "" && !slices.Contains(s.schemes, p.Scheme) {
 			v.add(key+"."+s.key, "applies only to scheme %s, not %s", strings.Join(s.schemes, ", "), p.Scheme)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -40,54 +39,28 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 	return out
 }
 
-func (s *Server) apiRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/claims", s.api(false, s.handleListClaims))
-	mux.HandleFunc("GET /api/v1/claims/{provider}/{event_id}", s.api(false, s.handleGetClaim))
-	mux.HandleFunc("POST /api/v1/claims/{provider}/{event_id}/retry", s.api(true, s.handleRetry))
-	mux.HandleFunc("POST /api/v1/retry", s.api(true, s.handleBulkRetry))
-	mux.HandleFunc("GET /api/v1/routes", s.api(false, s.handleRoutes))
-	mux.HandleFunc("POST /api/v1/routes/{name}/pause", s.api(true, s.handlePause(true)))
-	mux.HandleFunc("POST /api/v1/routes/{name}/resume", s.api(true, s.handlePause(false)))
-	mux.HandleFunc("POST /api/v1/routes/{name}/breaker/close", s.api(true, s.handleBreakerClose))
-	mux.HandleFunc("GET /api/v1/stats", s.api(false, s.handleStats))
-	mux.HandleFunc("GET /api/v1/audit", s.api(false, s.handleAudit))
-	mux.HandleFunc("/api/v1/", s.api(false, func(w http.ResponseWriter, _ *http.Request, _ principal) {
-		apiError(w, http.StatusNotFound, "no such endpoint")
-	}))
-}
-
 // api authenticates, and for act requires an operator, before h.
 func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(withSource(operator.WithOrigin(r.Context(), operator.OriginAPI), r))
+		r = r.WithContext(withSource(claim.WithOrigin(r.Context(), claim.OriginAPI), r))
 		p, ok := s.apiAuth(w, r, act)
 		if !ok {
 			return
 		}
-		h(w, r, p)
+		h(w, r.WithContext(claim.WithActor(r.Context(), p.Name)), p)
 	}
 }
 
-// fail answers err: 400, 404 or 409 with its message, else 500 without it
-// (it is logged: it may carry SQL or a connection's detail).
+// fail answers err as JSON, with the status and message statusOf maps it
+// to; a bulk retry whose dry run no longer holds also gets the new count.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var br *badRequest
-	var nf *operator.NotFoundError
-	var rf *operator.RefusedError
-	var iv *operator.InvalidError
-	switch {
-	case errors.As(err, &br):
-		apiError(w, http.StatusBadRequest, br.msg)
-	case errors.As(err, &iv):
-		apiError(w, http.StatusBadRequest, iv.Msg)
-	case errors.As(err, &nf):
-		apiError(w, http.StatusNotFound, nf.Msg)
-	case errors.As(err, &rf):
-		apiError(w, http.StatusConflict, rf.Msg)
-	default:
-		s.logger.Error("console: request failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
-		apiError(w, http.StatusInternalServerError, "internal error; see the worker's log")
+	status, msg := s.statusOf(w, r, err)
+	var ch *operator.ChangedError
+	if errors.As(err, &ch) {
+		writeJSON(w, status, map[string]any{"error": msg, "matched": ch.Matched, "as_of": ch.AsOf})
+		return
 	}
+	apiError(w, status, msg)
 }
 
 func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ principal) {
@@ -177,50 +150,7 @@ func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request, p principal
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.actions.Retry(r.Context(), p.Name, provider, eventID, body.Force)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-// bulkBody is POST /api/v1/retry's body: the list filters, force, and
-// dry_run, which is required so that no one reopens claims by omission.
-type bulkBody struct {
-	Status      string `json:"status"`
-	Provider    string `json:"provider"`
-	Route       string `json:"route"`
-	Type        string `json:"type"`
-	EventID     string `json:"event_id"`
-	BusinessKey string `json:"business_key"`
-	Since       string `json:"since"`
-	Before      string `json:"before"`
-	Force       bool   `json:"force"`
-	DryRun      *bool  `json:"dry_run"`
-}
-
-func (b *bulkBody) get(key string) string {
-	return map[string]string{"status": b.Status, "provider": b.Provider, "route": b.Route, "type": b.Type,
-		"event_id": b.EventID, "business_key": b.BusinessKey, "since": b.Since, "before": b.Before}[key]
-}
-
-func (s *Server) handleBulkRetry(w http.ResponseWriter, r *http.Request, p principal) {
-	var body bulkBody
-	if err := decodeBody(r, &body); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if body.DryRun == nil {
-		s.fail(w, r, bad("dry_run: required: true counts the claims the filters match, false reopens them"))
-		return
-	}
-	f, err := parseFilters(body.get)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, body.Force, *body.DryRun, nil)
+	res, err := s.actions.Retry(r.Context(), provider, eventID, body.Force)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -257,7 +187,7 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 	views := make([]routeView, len(states))
 	for i, st := range states {
 		rc := s.cfg.Routes[i]
-		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.Backlog(),
+		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.QueuedJobs(),
 			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events,
 			BreakerOn: rc.Breaker.On()}
 	}
@@ -281,14 +211,14 @@ func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request
 			return
 		}
 		if pause {
-			if err := s.actions.PauseRoute(r.Context(), p.Name, name); err != nil {
+			if err := s.actions.PauseRoute(r.Context(), name); err != nil {
 				s.fail(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, map[string]any{"route": name, "paused": true})
 			return
 		}
-		was, err := s.actions.ResumeRoute(r.Context(), p.Name, name)
+		was, err := s.actions.ResumeRoute(r.Context(), name)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -299,8 +229,12 @@ func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request
 
 // handleBreakerClose closes a route's circuit breaker by hand.
 func (s *Server) handleBreakerClose(w http.ResponseWriter, r *http.Request, p principal) {
-	name := r.PathValue("name")
-	was, err := s.actions.CloseBreaker(r.Context(), p.Name, name)
+	name, err := pathRoute(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	was, err := s.actions.CloseBreaker(r.Context(), name)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -309,7 +243,7 @@ func (s *Server) handleBreakerClose(w http.ResponseWriter, r *http.Request, p pr
 }
 
 // parseAudit reads an audit listing's limit and cursor.
-func parseAudit(get func(string) string) (int, *operator.AuditPosition, error) {
+func parseAudit(get func(string) string) (int, *claim.AuditPosition, error) {
 	limit := defaultLimit
 	if v := get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -318,9 +252,9 @@ func parseAudit(get func(string) string) (int, *operator.AuditPosition, error) {
 		}
 		limit = n
 	}
-	var pos *operator.AuditPosition
+	var pos *claim.AuditPosition
 	if v := get("cursor"); v != "" {
-		var p operator.AuditPosition
+		var p claim.AuditPosition
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err == nil && len(v) <= maxCursor {
 			err = json.Unmarshal(b, &p)
@@ -335,8 +269,8 @@ func parseAudit(get func(string) string) (int, *operator.AuditPosition, error) {
 
 // listAudit reads a page of the audit rows f matches and the next page's
 // cursor.
-func (s *Server) listAudit(ctx context.Context, f operator.AuditFilter, limit int, pos *operator.AuditPosition) ([]operator.Entry, string, error) {
-	entries, err := operator.ListAuditWhere(ctx, s.db, f, limit+1, pos)
+func (s *Server) listAudit(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, string, error) {
+	entries, err := s.auditRows.AuditRows(ctx, f, limit+1, pos)
 	if err != nil {
 		return nil, "", err
 	}
@@ -344,7 +278,7 @@ func (s *Server) listAudit(ctx context.Context, f operator.AuditFilter, limit in
 	if len(entries) > limit {
 		entries = entries[:limit]
 		last := entries[limit-1]
-		b, _ := json.Marshal(operator.AuditPosition{At: last.At, ID: last.ID})
+		b, _ := json.Marshal(claim.AuditPosition{At: last.At, ID: last.ID})
 		next = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return entries, next, nil

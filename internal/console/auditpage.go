@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/operator"
 )
 
@@ -20,8 +21,8 @@ var auditActions = []string{operator.ActionRetry, operator.ActionBulkRetry, oper
 
 // parseAuditFilter reads the audit's actor, action and target filters,
 // each matched exactly.
-func parseAuditFilter(get func(string) string) (operator.AuditFilter, error) {
-	var f operator.AuditFilter
+func parseAuditFilter(get func(string) string) (claim.AuditFilter, error) {
+	var f claim.AuditFilter
 	for _, k := range []struct {
 		key string
 		dst *string
@@ -37,7 +38,7 @@ func parseAuditFilter(get func(string) string) (operator.AuditFilter, error) {
 
 type auditPage struct {
 	Entries []auditRow
-	Filter  operator.AuditFilter
+	Filter  claim.AuditFilter
 	Actions []string
 	Next    string
 }
@@ -45,19 +46,19 @@ type auditPage struct {
 // auditRow is an audit row as the page shows it: its target's page, and
 // the address a sign-in came from.
 type auditRow struct {
-	operator.Entry
+	claim.AuditRow
 	Link   string
 	Source string
 }
 
-func (s *Server) auditPageOf(ctx context.Context, f operator.AuditFilter, limit int, pos *operator.AuditPosition) (auditPage, error) {
+func (s *Server) auditPageOf(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) (auditPage, error) {
 	entries, next, err := s.listAudit(ctx, f, limit, pos)
 	if err != nil {
 		return auditPage{}, err
 	}
 	d := auditPage{Filter: f, Actions: auditActions}
 	for _, e := range entries {
-		row := auditRow{Entry: e, Link: auditLink(e.Action, e.Target)}
+		row := auditRow{AuditRow: e, Link: auditLink(e.Action, e.Target)}
 		var detail struct {
 			Source string `json:"source"`
 		}
@@ -87,7 +88,7 @@ func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, p princ
 	}
 	limit, pos, err := parseAudit(q.Get)
 	if err == nil {
-		var f operator.AuditFilter
+		var f claim.AuditFilter
 		if f, err = parseAuditFilter(q.Get); err == nil {
 			var d auditPage
 			if d, err = s.auditPageOf(r.Context(), f, limit, pos); err == nil {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -67,9 +69,8 @@ func TestNoAuditRowNoAction(t *testing.T) {
 	n, err := e.store.CountClaims(t.Context(), claim.Search{Status: claim.Failed})
 	require.NoError(t, err)
 	require.Equal(t, 3, n, "no claim reopened without its audit row")
-	var jobs int
-	require.NoError(t, e.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job`).Scan(&jobs))
-	require.Zero(t, jobs, "and no job queued")
+	// And no job queued.
+	rivertest.RequireNotInserted(t.Context(), t, riverpgxv5.New(e.db.Pool), &claim.DeliveryArgs{}, nil)
 
 	allow()
 	status, body = e.call(t, alice, http.MethodPost, "/api/v1/routes/ship/pause", nil, nil)

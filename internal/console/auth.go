@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/operator"
 )
@@ -59,7 +60,7 @@ func (s *Server) checkPassword(r *http.Request, name, password, via string) (pri
 	acct, known := s.users[name]
 	want := dummyDigest
 	if known {
-		want = acct.secret.digest()
+		want = s.passwordDigest(r.Context(), name, acct)
 	}
 	got := sha256.Sum256([]byte(password))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !known {
@@ -107,8 +108,8 @@ func (s *Server) failed(ctx context.Context, client, name, actor, via string) {
 	if s.guard.Fail(client, name) {
 		s.logger.Warn("console: too many failed sign-ins; refusing the client for a minute", slog.String("user", actor))
 	}
-	if err := operator.Record(context.WithoutCancel(ctx), s.db, s.logger, actor, operator.ActionFailedSignIn, "",
-		map[string]string{"via": via, "source": sourceOf(ctx)}); err != nil {
+	if err := operator.Audit(claim.WithActor(context.WithoutCancel(ctx), actor), s.audit, s.logger, claim.AuditEntry{
+		Action: operator.ActionFailedSignIn, Detail: map[string]string{"via": via, "source": sourceOf(ctx)}}); err != nil {
 		s.logger.Error("console: auditing a failed sign-in", slog.String("error", err.Error()))
 	}
 }
@@ -188,7 +189,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principa
 	if _, err := s.db.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now()`); err != nil {
 		return err
 	}
-	fp := fingerprint(s.users[p.Name].secret.digest(), token)
+	fp := fingerprint(s.passwordDigest(ctx, p.Name, s.users[p.Name]), token)
 	if _, err := s.db.Exec(ctx, `INSERT INTO console_sessions (token_hash, actor, expires_at, fingerprint)
 VALUES ($1, $2, now() + make_interval(secs => $3), $4)`, tokenHash(token), p.Name, s.ttl.Seconds(), fp); err != nil {
 		return err
@@ -224,7 +225,7 @@ func (s *Server) session(r *http.Request) (principal, string, bool) {
 		return principal{}, "", false
 	}
 	acct, ok := s.users[name]
-	if !ok || !hmac.Equal(fp, fingerprint(acct.secret.digest(), c.Value)) {
+	if !ok || !hmac.Equal(fp, fingerprint(s.passwordDigest(r.Context(), name, acct), c.Value)) {
 		if _, err := s.db.Exec(r.Context(), `DELETE FROM console_sessions WHERE token_hash = $1`, tokenHash(c.Value)); err != nil {
 			s.logger.Warn("console: ending a stale session", slog.String("error", err.Error()))
 		} else if ok {
@@ -238,14 +239,14 @@ func (s *Server) session(r *http.Request) (principal, string, bool) {
 // endAllSessions deletes every session of p, the request's own included,
 // in one transaction with its audit row, and clears the cookie.
 func (s *Server) endAllSessions(w http.ResponseWriter, r *http.Request, p principal) error {
-	ctx := r.Context()
+	ctx := claim.WithActor(r.Context(), p.Name)
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE actor = $1`, p.Name)
 		if err != nil {
 			return err
 		}
-		return operator.Record(ctx, tx, s.logger, p.Name, operator.ActionEndSessions, "",
-			map[string]any{"via": "console", "sessions": tag.RowsAffected()})
+		return operator.Audit(ctx, claim.NewStore(tx, nil, nil), s.logger, claim.AuditEntry{Action: operator.ActionEndSessions,
+			Detail: map[string]any{"via": "console", "sessions": tag.RowsAffected()}})
 	})
 	if err != nil {
 		return err

@@ -1,8 +1,11 @@
 package console_test
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +20,7 @@ import (
 func openBreaker(t *testing.T, e *env, route string) {
 	t.Helper()
 	set := claim.BreakerSettings{Failures: 1, CoolDown: time.Hour, MaxCoolDown: time.Hour}
-	ch, err := e.store.BreakerApply(t.Context(), route, claim.BreakerFailed, set, claim.ActorBreaker, nil)
+	ch, err := e.store.BreakerApply(t.Context(), route, claim.BreakerFailed, set, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerOpen, ch.State)
 }
@@ -31,7 +34,7 @@ type breakerView struct {
 
 // TestBreakerInTheAPI: GET /api/v1/routes shows each route's breaker;
 // POST /api/v1/routes/{name}/breaker/close is for operators, closes it
-// and is audited under the operator's name.
+// and is audited under the operator's name, from the API.
 func TestBreakerInTheAPI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -84,16 +87,35 @@ func TestBreakerInTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.False(t, res.WasOpen)
 
-	rows, err := e.db.Pool.Query(t.Context(), `SELECT actor, action, coalesce(detail->>'was_open', '') FROM audit_log WHERE target = 'ship' ORDER BY id`)
-	require.NoError(t, err)
-	var got []string
-	for rows.Next() {
-		var actor, action, was string
-		require.NoError(t, rows.Scan(&actor, &action, &was))
-		got = append(got, actor+" "+action+" "+was)
+	require.Equal(t, []string{"breaker breaker_open  -", "deploy-bot breaker_close true api", "deploy-bot breaker_close false api"},
+		breakerAudit(t, e, "ship"))
+}
+
+// breakerAudit lists route's audit rows, oldest first, as "actor action
+// was_open origin" ("-" for no origin), read through the operator API.
+func breakerAudit(t *testing.T, e *env, route string) []string {
+	t.Helper()
+	var page struct {
+		Entries []struct {
+			Actor  string `json:"actor"`
+			Action string `json:"action"`
+			Origin string `json:"origin"`
+			Detail struct {
+				WasOpen *bool `json:"was_open"`
+			} `json:"detail"`
+		} `json:"audit"`
 	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"breaker breaker_open ", "deploy-bot breaker_close true", "deploy-bot breaker_close false"}, got)
+	status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/audit?target="+route, nil, &page)
+	require.Equal(t, http.StatusOK, status, body)
+	var got []string
+	for _, r := range slices.Backward(page.Entries) {
+		was := ""
+		if r.Detail.WasOpen != nil {
+			was = strconv.FormatBool(*r.Detail.WasOpen)
+		}
+		got = append(got, strings.Join([]string{r.Actor, r.Action, was, cmp.Or(r.Origin, "-")}, " "))
+	}
+	return got
 }
 
 // TestBreakerInTheConsole: the routes page has a breaker cell and, for an
@@ -121,6 +143,10 @@ func TestBreakerInTheConsole(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, body = b.do(t, http.MethodGet, "/console/routes", nil)
 	require.Regexp(t, `(?s)id="route-mail">.*?<td class="route-state">active</td>\s*<td class="route-breaker">closed</td>`, body)
+	require.Equal(t, []string{"breaker breaker_open  -", "alice breaker_close true console"}, breakerAudit(t, e, "mail"),
+		"closed by hand from the console: its audit row says who and from where")
+	_, body = b.do(t, http.MethodGet, "/console/audit?target=mail", nil)
+	require.Regexp(t, `<td>alice</td><td>breaker_close</td><td class="audit-target"><a [^>]*>mail</a></td><td class="audit-origin">console</td>`, body)
 
 	viewer := browser(t, e)
 	viewer.signIn(t, "bob", secrets["T_BOB"])

@@ -157,7 +157,7 @@ func (s *Server) handleRetryPage(w http.ResponseWriter, r *http.Request, p princ
 		s.pageError(w, r, &p, bad("the form could not be read"), claimURL(provider, eventID))
 		return
 	}
-	res, err := s.actions.Retry(r.Context(), p.Name, provider, eventID, r.PostForm.Get("force") == "true")
+	res, err := s.actions.Retry(r.Context(), provider, eventID, r.PostForm.Get("force") == "true")
 	if err != nil {
 		s.pageError(w, r, &p, err, claimURL(provider, eventID))
 		return

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/operator"
 )
 
 // countBound is how far the claims list counts its matches: past it the
@@ -116,84 +115,6 @@ func filterValues(f claim.Search) url.Values {
 		v.Set("before", f.Before.UTC().Format(time.RFC3339Nano))
 	}
 	return v
-}
-
-// bulkConfirm is the bulk retry's confirmation page.
-type bulkConfirm struct {
-	Matched int
-	Filters []filterField
-	Back    string
-}
-
-type filterField struct{ Name, Value string }
-
-// handleBulkConfirmPage counts, as a dry run of POST /api/v1/retry does,
-// the failed claims the list's filters match, and asks to confirm.
-func (s *Server) handleBulkConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
-	q := r.URL.Query()
-	for k, vs := range q {
-		if len(vs) == 1 && vs[0] == "" {
-			q.Del(k)
-		}
-	}
-	q.Del("limit")
-	back := "/console/claims?" + filterQuery(q).Encode()
-	f, err := parseList(q)
-	if err != nil {
-		s.pageError(w, r, &p, err, back)
-		return
-	}
-	f.Status = claim.Failed
-	if q.Get("status") != "" && q.Get("status") != string(claim.Failed) {
-		s.pageError(w, r, &p, bad("status: only failed claims can be retried in bulk"), back)
-		return
-	}
-	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, false, true, nil)
-	if err != nil {
-		s.pageError(w, r, &p, err, back)
-		return
-	}
-	d := bulkConfirm{Matched: res.Matched, Back: back}
-	for _, k := range filterKeys {
-		if v := filterValues(f).Get(k); v != "" {
-			d.Filters = append(d.Filters, filterField{k, v})
-		}
-	}
-	s.render(w, http.StatusOK, "bulkconfirm", pageData{Title: "Confirm bulk retry", User: &p, Data: d})
-}
-
-// handleBulkRetryPage reopens the failed claims the confirmed filters
-// match, as POST /api/v1/retry does (and audited as it is).
-func (s *Server) handleBulkRetryPage(w http.ResponseWriter, r *http.Request, p principal) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		s.pageError(w, r, &p, bad("the form could not be read"), "/console/claims")
-		return
-	}
-	f, err := parseFilters(r.PostForm.Get)
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/claims")
-		return
-	}
-	res, err := s.actions.BulkRetry(r.Context(), p.Name, f, r.PostForm.Get("force") == "true", false, nil)
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/claims?"+filterValues(f).Encode())
-		return
-	}
-	v := filterValues(f)
-	v.Set("bulk_matched", strconv.Itoa(res.Matched))
-	v.Set("bulk_reopened", strconv.Itoa(res.Reopened))
-	http.Redirect(w, r, "/console/claims?"+v.Encode(), http.StatusSeeOther)
-}
-
-// bulkFlash is the note a finished bulk retry leaves on the list.
-func bulkFlash(q url.Values) string {
-	matched, err1 := strconv.Atoi(q.Get("bulk_matched"))
-	reopened, err2 := strconv.Atoi(q.Get("bulk_reopened"))
-	if err1 != nil || err2 != nil || matched < 0 || reopened < 0 {
-		return ""
-	}
-	return "Bulk retry: " + operator.Plural(reopened, "claim", "claims") + " reopened of " + strconv.Itoa(matched) + " matched."
 }
 
 // claimsPageOf is one page of the claims list and the cursors of the pages

@@ -39,9 +39,15 @@ type Options struct {
 	// SecretFiles holds, by user or token name, the password_file and
 	// token_file secrets, which take the place of Secrets' entry.
 	SecretFiles map[string]*secretfile.File
-	// Store reads claims and reopens them; its jobs go through the
-	// worker's River client.
+	// Store reopens claims (and reads them when Reads is nil); its jobs
+	// go through the worker's River client.
 	Store *claim.Store
+	// Reads is what the API and the pages read claims and the audit
+	// through: the worker's claim.ReadPool, so that no read holds a
+	// connection deliveries need, and none runs past its statement
+	// timeout (answered 503). Nil reads through Store and DB. Sessions,
+	// sign-ins and actions use DB and Store whatever it is.
+	Reads claim.DB
 	// Queues pauses and resumes routes (the worker's River client).
 	Queues claim.Queues
 	DB     DB
@@ -53,6 +59,9 @@ type Options struct {
 	// CountTimeout bounds the claims list's count of its matches; the
 	// page says "many" past it. 0 means 300 ms.
 	CountTimeout time.Duration
+	// Reconciler runs reconciliations on demand and lists their runs;
+	// nil answers no provider and no run.
+	Reconciler Reconciler
 }
 
 // claimReader is what the console reads of the claim tables itself; every
@@ -71,12 +80,26 @@ type claimReader interface {
 	Stats(ctx context.Context, window time.Duration) (claim.Stats, error)
 }
 
+// auditLog is what the console writes and reads of the audit (sign-ins,
+// the audit page); actions write theirs through operator.Actions.
+// *claim.Store is one.
+type auditLog interface {
+	Audit(ctx context.Context, e claim.AuditEntry) error
+	AuditRows(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, error)
+}
+
 // Server is the operator API and the console.
 type Server struct {
-	cfg     *config.Config
-	store   claimReader
-	queues  claim.Queues
-	db      DB
+	cfg    *config.Config
+	store  claimReader
+	audit  auditLog
+	queues claim.Queues
+	db     DB
+	// auditRows is what the audit page and the API list the audit
+	// through: a store over Options.Reads, else audit.
+	auditRows interface {
+		AuditRows(ctx context.Context, f claim.AuditFilter, limit int, pos *claim.AuditPosition) ([]claim.AuditRow, error)
+	}
 	logger  *slog.Logger
 	guard   *lockout.Guard
 	actions *operator.Actions
@@ -87,6 +110,10 @@ type Server struct {
 	users  map[string]account
 	tokens []tokenAccount
 	pages  *pages
+	// rotated ends the sessions of a user whose password file changed.
+	rotated rotations
+	// reconciler is Options.Reconciler.
+	reconciler Reconciler
 }
 
 type account struct {
@@ -125,19 +152,29 @@ func secretOf(opts Options, name string, fixed map[string]string) secret {
 // New returns the server of opts.
 func New(opts Options) *Server {
 	s := &Server{
-		cfg: opts.Config, store: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
+		cfg: opts.Config, store: opts.Store, audit: opts.Store, queues: opts.Queues, db: opts.DB, logger: opts.Logger,
 		guard: opts.Guard, ttl: opts.Config.Console.SessionTTL.D(), countTime: cmp.Or(opts.CountTimeout, defaultCountTime),
 		users: map[string]account{},
-		pages: loadPages(),
+		pages: loadPages(), reconciler: opts.Reconciler,
 	}
 	if s.guard == nil {
 		s.guard = lockout.NewGuard(nil)
 	}
+	s.auditRows = s.audit
+	if opts.Reads != nil {
+		reads := claim.NewStore(opts.Reads, nil, nil)
+		s.store, s.auditRows = reads, reads
+	}
 	if s.ttl <= 0 {
 		s.ttl = config.DefaultSessionTTL
 	}
+	s.rotated.seen = map[string][sha256.Size]byte{}
 	for _, u := range opts.Config.Console.Users {
-		s.users[u.Name] = account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
+		acct := account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
+		s.users[u.Name] = acct
+		if acct.secret.file != nil {
+			s.rotated.seen[u.Name] = acct.secret.digest()
+		}
 	}
 	for _, t := range opts.Config.Console.Tokens {
 		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, secret: secretOf(opts, t.Name, opts.Secrets.Tokens)})
@@ -148,16 +185,6 @@ func New(opts Options) *Server {
 	}
 	s.actions = &operator.Actions{Store: opts.Store, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}
 	return s
-}
-
-// Handler serves /api/v1/ and /console/; mount it at both. Refusing
-// cross-origin state changes is the caller's (the listener's mux wraps
-// every route in net/http.CrossOriginProtection).
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	s.apiRoutes(mux)
-	s.pageRoutes(mux)
-	return mux
 }
 
 // writeJSON answers v as JSON.

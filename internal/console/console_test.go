@@ -18,6 +18,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -167,10 +168,8 @@ func failedClaim(t *testing.T, e *env, opts testfactory.ClaimOpts) claim.EventKe
 // addAttempt writes a row of k's attempt history for route.
 func addAttempt(t *testing.T, e *env, k claim.EventKey, route string, n int, status *int, errText, response string) {
 	t.Helper()
-	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_attempts
-    (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response)
-VALUES ($1, $2, $3, $4, now(), 17, $5, nullif($6, ''), $7)`, k.Provider, k.EventID, route, n, status, errText, response)
-	require.NoError(t, err)
+	testfactory.Attempt(t.Context(), t, e.db.Pool, claim.Key{Provider: k.Provider, EventID: k.EventID, Route: route},
+		&testfactory.AttemptOpts{Attempt: n, StatusCode: status, Error: errText, Response: response})
 }
 
 func TestRoleMatrix(t *testing.T) {
@@ -480,9 +479,8 @@ func TestBulkRetry(t *testing.T) {
 	require.Equal(t, n, res.Matched)
 	require.Zero(t, res.Reopened)
 	require.Equal(t, n+1, countFailed(), "a dry run changes nothing")
-	var jobs int
-	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
-	require.Zero(t, jobs, "a dry run queues nothing")
+	// A dry run queues nothing.
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(e.db.Pool), &claim.DeliveryArgs{}, nil)
 
 	status, body = e.call(t, alice, http.MethodPost, "/api/v1/retry", map[string]any{"dry_run": false, "provider": "stripe"}, &res)
 	require.Equal(t, http.StatusOK, status, body)
@@ -490,8 +488,8 @@ func TestBulkRetry(t *testing.T) {
 	require.Equal(t, n, res.Reopened, "every one of them, across pages")
 	require.Equal(t, n, res.Deliveries)
 	require.Equal(t, 1, countFailed(), "only the other provider's claim is left failed")
-	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT count(DISTINCT args->>'event_id') FROM river_job`).Scan(&jobs))
-	require.Equal(t, n, jobs, "one job per reopened delivery")
+	// One job per reopened delivery.
+	rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(e.db.Pool), testfactory.DeliveryJobs(n, nil))
 }
 
 type auditAnswer struct {

@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/claim"
 )
 
 type sourceKey struct{}
@@ -29,5 +29,5 @@ func sourceOf(ctx context.Context) string {
 
 // fromConsole marks r's actions as the console's, from its address.
 func fromConsole(r *http.Request) *http.Request {
-	return r.WithContext(withSource(operator.WithOrigin(r.Context(), operator.OriginConsole), r))
+	return r.WithContext(withSource(claim.WithOrigin(r.Context(), claim.OriginConsole), r))
 }

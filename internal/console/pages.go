@@ -3,22 +3,20 @@ package console
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
 
-	"github.com/hookgate/hookgate/internal/operator"
+	"github.com/hookgate/hookgate/internal/claim"
 )
 
 //go:embed templates/*.html static/*
 var files embed.FS
 
 // pageNames are the console's page templates, each rendered in layout.html.
-var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm"}
+var pageNames = []string{"signin", "error", "overview", "claims", "claim", "confirm", "routes", "audit", "bulkconfirm", "pauseconfirm", "reconcile"}
 
 type pages struct{ t map[string]*template.Template }
 
@@ -94,52 +92,15 @@ type errorPage struct {
 	Back    string
 }
 
-// pageError renders err as a page: 400, 404 or 409 with its message, else
-// 500 without it.
+// pageError renders err as a page, with the status and message statusOf
+// maps it to, and a link back.
 func (s *Server) pageError(w http.ResponseWriter, r *http.Request, p *principal, err error, back string) {
-	status, msg := http.StatusInternalServerError, "internal error; see the worker's log"
-	var br *badRequest
-	var nf *operator.NotFoundError
-	var rf *operator.RefusedError
-	var iv *operator.InvalidError
-	switch {
-	case errors.As(err, &br):
-		status, msg = http.StatusBadRequest, br.msg
-	case errors.As(err, &iv):
-		status, msg = http.StatusBadRequest, iv.Msg
-	case errors.As(err, &nf):
-		status, msg = http.StatusNotFound, nf.Msg
-	case errors.As(err, &rf):
-		status, msg = http.StatusConflict, rf.Msg
-	default:
-		s.logger.Error("console: page failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
+	status, msg := s.statusOf(w, r, err)
+	title := http.StatusText(status)
+	if status == http.StatusServiceUnavailable {
+		title = "Unavailable"
 	}
-	s.render(w, status, "error", pageData{Title: http.StatusText(status), User: p, Data: errorPage{msg, back}})
-}
-
-func (s *Server) pageRoutes(mux *http.ServeMux) {
-	static, _ := fs.Sub(files, "static")
-	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
-	mux.HandleFunc("GET /console/sign-in", s.handleSignInPage)
-	mux.HandleFunc("POST /console/sign-in", s.handleSignIn)
-	mux.HandleFunc("POST /console/sign-out", s.handleSignOut)
-	mux.HandleFunc("POST /console/sessions/end-all", s.page(false, s.handleEndAllSessions))
-	mux.HandleFunc("GET /console/{$}", s.page(false, s.handleOverview))
-	mux.HandleFunc("GET /console/claims", s.page(false, s.handleClaimsPage))
-	mux.HandleFunc("GET /console/claims/retry", s.page(true, s.handleBulkConfirmPage))
-	mux.HandleFunc("POST /console/claims/retry", s.page(true, s.handleBulkRetryPage))
-	mux.HandleFunc("GET /console/claims/{provider}/{event_id}", s.page(false, s.handleClaimPage))
-	mux.HandleFunc("GET /console/claims/{provider}/{event_id}/retry", s.page(true, s.handleConfirmPage))
-	mux.HandleFunc("POST /console/claims/{provider}/{event_id}/retry", s.page(true, s.handleRetryPage))
-	mux.HandleFunc("GET /console/routes", s.page(false, s.handleRoutesPage))
-	mux.HandleFunc("GET /console/routes/{name}/pause", s.page(true, s.handlePauseConfirmPage))
-	mux.HandleFunc("POST /console/routes/{name}/pause", s.page(true, s.handlePausePage(true)))
-	mux.HandleFunc("POST /console/routes/{name}/resume", s.page(true, s.handlePausePage(false)))
-	mux.HandleFunc("POST /console/routes/{name}/breaker/close", s.page(true, s.handleBreakerClosePage))
-	mux.HandleFunc("GET /console/audit", s.page(false, s.handleAuditPage))
-	mux.HandleFunc("/console/", s.page(false, func(w http.ResponseWriter, r *http.Request, p principal) {
-		s.render(w, http.StatusNotFound, "error", pageData{Title: "Not found", User: &p, Data: errorPage{"No such page.", "/console/"}})
-	}))
+	s.render(w, status, "error", pageData{Title: title, User: p, Data: errorPage{msg, back}})
 }
 
 // page requires a signed-in session, and for act the operator role; it
@@ -158,6 +119,6 @@ func (s *Server) page(act bool, h func(http.ResponseWriter, *http.Request, princ
 				Data: errorPage{p.Name + " is a viewer; acting needs the operator role.", "/console/"}})
 			return
 		}
-		h(w, r, p)
+		h(w, r.WithContext(claim.WithActor(r.Context(), p.Name)), p)
 	}
 }

@@ -243,7 +243,7 @@ func TestConsoleStaticAndUnknown(t *testing.T) {
 func TestConsoleShowsTheChain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	_, err := e.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_chain", Type: "invoice.paid",
+	_, err := testfactory.ClaimEvent(t.Context(), e.store, claim.Event{Provider: "stripe", ID: "evt_chain", Type: "invoice.paid",
 		Payload: []byte(`{}`), After: map[string][]string{"mail": {"ship"}}}, []string{"ship", "mail"}, true)
 	require.NoError(t, err)
 	b := browser(t, e)

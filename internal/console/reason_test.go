@@ -22,8 +22,7 @@ func TestOldErrorsShownWithoutAnswers(t *testing.T) {
 	k := failedClaim(t, e, testfactory.ClaimOpts{EventID: "evt_old", Deliveries: map[string]*testfactory.DeliveryOpts{
 		"ship": {Status: claim.DeliveryFailed, LastError: old}}})
 	// The claim's roll-up carries its last delivery's error.
-	_, err := e.db.Pool.Exec(t.Context(), `UPDATE webhook_event_claims SET last_error = $1 WHERE event_id = 'evt_old'`, old)
-	require.NoError(t, err)
+	testfactory.SetClaim(t.Context(), t, e.db.Pool, k, &testfactory.ClaimOpts{LastError: old})
 	code := 422
 	addAttempt(t, e, k, "ship", 1, &code, "HTTP 422 Unprocessable Entity: card 4242424242424242 declined", "card 4242424242424242 declined")
 	addAttempt(t, e, k, "ship", 2, &code, "redirected (HTTP 302 Found); redirects are not followed: to 4242424242424242", "")

@@ -19,9 +19,9 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 		switch {
 		case err != nil:
 		case pause:
-			err = s.actions.PauseRoute(r.Context(), p.Name, name)
+			err = s.actions.PauseRoute(r.Context(), name)
 		default:
-			_, err = s.actions.ResumeRoute(r.Context(), p.Name, name)
+			_, err = s.actions.ResumeRoute(r.Context(), name)
 		}
 		if err != nil {
 			s.pageError(w, r, &p, err, "/console/routes")
@@ -32,7 +32,11 @@ func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Req
 }
 
 func (s *Server) handleBreakerClosePage(w http.ResponseWriter, r *http.Request, p principal) {
-	if _, err := s.actions.CloseBreaker(r.Context(), p.Name, r.PathValue("name")); err != nil {
+	name, err := pathRoute(r)
+	if err == nil {
+		_, err = s.actions.CloseBreaker(r.Context(), name)
+	}
+	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
 		return
 	}

@@ -21,12 +21,11 @@ import (
 // answer's headers, as the worker records them.
 func addFullAttempt(t *testing.T, e *env, k claim.EventKey, route string, n int) {
 	t.Helper()
-	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_attempts
-    (provider, event_id, route, attempt, started_at, duration_ms, status_code, error, response, request, response_headers, run_attempt, run_max)
-VALUES ($1, $2, $3, $4, now(), 17, 503, 'HTTP 503 Service Unavailable', '{"error":"busy","retry":true}',
-        '{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]}}',
-        '{"X-Request-Id":["req_downstream_77"]}', 2, 2)`, k.Provider, k.EventID, route, n)
-	require.NoError(t, err)
+	code := 503
+	testfactory.Attempt(t.Context(), t, e.db.Pool, claim.Key{Provider: k.Provider, EventID: k.EventID, Route: route}, &testfactory.AttemptOpts{
+		Attempt: n, StatusCode: &code, Error: "HTTP 503 Service Unavailable", Response: `{"error":"busy","retry":true}`,
+		Request:         `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}`,
+		ResponseHeaders: `{"X-Request-Id":["req_downstream_77"]}`, RunAttempt: 2, RunMax: 2})
 }
 
 // Each attempt in full is for operators: the API answers its request and
@@ -46,14 +45,14 @@ func TestAttemptInFullForOperatorsOnly(t *testing.T) {
 	status, body := e.call(t, alice, http.MethodGet, "/api/v1/claims/stripe/evt_full", nil, &detail)
 	require.Equal(t, http.StatusOK, status, body)
 	a := detail.Deliveries[0].Attempts[0]
-	require.JSONEq(t, `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]}}`, string(a["request"]))
+	require.JSONEq(t, `{"method":"POST","url":"https://ship.example/v1/orders","headers":{"Authorization":["[redacted]"],"X-Tenant":["acme-tenant"]},"body":"{\"order\":\"ord_shaped_9\"}"}`, string(a["request"]))
 	require.JSONEq(t, `{"X-Request-Id":["req_downstream_77"]}`, string(a["response_headers"]))
 	require.Contains(t, a, "response")
 
 	for _, c := range []cred{bob, ciBot} {
 		status, body = e.call(t, c, http.MethodGet, "/api/v1/claims/stripe/evt_full", nil, nil)
 		require.Equal(t, http.StatusOK, status, body)
-		for _, hidden := range []string{`"request"`, `"response_headers"`, `"response"`, "acme-tenant", "req_downstream_77", "busy"} {
+		for _, hidden := range []string{`"request"`, `"response_headers"`, `"response"`, "acme-tenant", "req_downstream_77", "busy", "ord_shaped_9"} {
 			require.NotContains(t, body, hidden)
 		}
 	}
@@ -64,7 +63,11 @@ func TestAttemptInFullForOperatorsOnly(t *testing.T) {
 	require.Contains(t, page, `<details class="attempt-request"><summary>Request sent</summary><pre>POST https://ship.example/v1/orders
 Authorization: [redacted]
 X-Tenant: acme-tenant
-</pre></details>`)
+
+{
+  &#34;order&#34;: &#34;ord_shaped_9&#34;
+}
+</pre></details>`, "the body sent, after the headers")
 	require.Contains(t, page, "X-Request-Id: req_downstream_77")
 	require.Contains(t, page, "{\n  &#34;error&#34;: &#34;busy&#34;,\n  &#34;retry&#34;: true\n}", "pretty-printed")
 	require.NotContains(t, page, "<details open", "collapsed")
@@ -74,7 +77,7 @@ X-Tenant: acme-tenant
 	viewer.signIn(t, "bob", secrets["T_BOB"])
 	_, page = viewer.do(t, http.MethodGet, "/console/claims/stripe/evt_full", nil)
 	require.Contains(t, page, "attempt 4 · 2 of 2 in this run")
-	for _, hidden := range []string{"attempt-request", "attempt-response", "acme-tenant", "req_downstream_77", "busy"} {
+	for _, hidden := range []string{"attempt-request", "attempt-response", "acme-tenant", "req_downstream_77", "busy", "ord_shaped_9"} {
 		require.NotContains(t, page, hidden)
 	}
 }
@@ -200,7 +203,7 @@ func TestConsoleBulkRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the count changes nothing")
 
-	resp, _ = b.do(t, http.MethodPost, "/console/claims/retry", url.Values{"status": {"failed"}, "event_id": {"*bulk*"}})
+	resp, _ = b.do(t, http.MethodPost, "/console/claims/retry", hiddenFields(confirm))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "bulk_reopened=3")
 	_, after := b.do(t, http.MethodGet, resp.Header.Get("Location"), nil)
@@ -239,7 +242,9 @@ func TestOverviewCharts(t *testing.T) {
 		resp.Header.Get("Content-Security-Policy"))
 	require.Contains(t, page, `<figure class="chart" id="chart-ship">`)
 	require.Contains(t, page, `<svg xmlns="http://www.w3.org/2000/svg"`)
-	require.Regexp(t, `<rect class="bar bar-accepted" x="\d+" y="0" width="5" height="90"><title>\d\d:\d\d–\d\d:\d\d UTC: 2 accepted, 1 delivered, 1 failed</title></rect>`, page)
+	require.Regexp(t, `<rect class="bar bar-accepted" x="\d+" y="6" width="5" height="90"><title>\d\d:\d\d–\d\d:\d\d UTC: 2 accepted, 1 delivered, 1 failed</title></rect>`, page)
+	require.Contains(t, page, `<text class="tick tick-count" x="30" y="9">2</text>`, "the count axis's top")
+	require.Contains(t, page, `<text class="tick tick-count" x="30" y="54">1</text>`, "and its half")
 	require.Contains(t, page, "2 accepted · 1 delivered · 1 failed")
 	require.NotContains(t, page, "<script")
 	require.Less(t, strings.Index(page, `<a href="/console/claims?route=mail">mail</a></td><td class="route-state">paused`),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/operator"
 )
 
@@ -39,8 +40,8 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, nil, err, "/console/sign-in")
 		return
 	}
-	if err := operator.Record(r.Context(), s.db, s.logger, p.Name, operator.ActionSignIn, "",
-		map[string]string{"via": "console", "source": sourceOf(r.Context())}); err != nil {
+	if err := operator.Audit(claim.WithActor(r.Context(), p.Name), s.audit, s.logger, claim.AuditEntry{Action: operator.ActionSignIn,
+		Detail: map[string]string{"via": "console", "source": sourceOf(r.Context())}}); err != nil {
 		s.logger.Error("console: auditing a sign-in", slog.String("error", err.Error()))
 	}
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
@@ -54,7 +55,7 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
 			s.pageError(w, r, &p, err, "/console/")
 			return
 		}
-		if err := operator.Record(r.Context(), s.db, s.logger, p.Name, operator.ActionSignOut, "", nil); err != nil {
+		if err := operator.Audit(claim.WithActor(r.Context(), p.Name), s.audit, s.logger, claim.AuditEntry{Action: operator.ActionSignOut}); err != nil {
 			s.logger.Error("console: auditing a sign-out", slog.String("error", err.Error()))
 		}
 	}

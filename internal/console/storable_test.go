@@ -34,6 +34,8 @@ func TestUnstorableInputIs400(t *testing.T) {
 		{http.MethodPost, "/api/v1/claims/%C3/evt_1/retry", nil, "provider: must be UTF-8"},
 		{http.MethodPost, "/api/v1/routes/sh%00ip/pause", nil, "name: must be UTF-8"},
 		{http.MethodPost, "/api/v1/routes/sh%FFip/resume", nil, "name: must be UTF-8"},
+		{http.MethodPost, "/api/v1/routes/sh%00ip/breaker/close", nil, "name: must be UTF-8"},
+		{http.MethodPost, "/api/v1/routes/sh%FFip/breaker/close", nil, "name: must be UTF-8"},
 		{http.MethodGet, "/api/v1/claims?business_key=k%00", nil, "business_key: must be UTF-8"},
 		{http.MethodGet, "/api/v1/claims?business_key=k%FF", nil, "business_key: must be UTF-8"},
 		{http.MethodGet, "/api/v1/claims?event_id=evt%FF", nil, "event_id: must be UTF-8"},
@@ -61,6 +63,11 @@ func TestUnstorableInputIs400(t *testing.T) {
 		{http.MethodGet, "/console/claims?event_id=e%FF", nil, "event_id: must be UTF-8"},
 		{http.MethodGet, "/console/claims?cursor=" + cursor("stripe", `evt\u0000`), nil, "cursor: not one this API handed out"},
 		{http.MethodPost, "/console/routes/sh%00ip/pause", url.Values{}, "name: must be UTF-8"},
+		{http.MethodPost, "/console/routes/sh%FFip/resume", url.Values{}, "name: must be UTF-8"},
+		{http.MethodGet, "/console/routes/sh%00ip/pause", nil, "name: must be UTF-8"},
+		{http.MethodGet, "/console/routes/sh%FFip/pause", nil, "name: must be UTF-8"},
+		{http.MethodPost, "/console/routes/sh%00ip/breaker/close", url.Values{}, "name: must be UTF-8"},
+		{http.MethodPost, "/console/routes/sh%FFip/breaker/close", url.Values{}, "name: must be UTF-8"},
 	} {
 		resp, body := b.do(t, tt.method, tt.path, tt.form)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s: %s", tt.method, tt.path, body)

@@ -88,14 +88,17 @@ func headerLines(b *strings.Builder, h map[string][]string) {
 }
 
 // fullAttempt is a as an operator reads it: the request as HTTP would
-// write it (without its body, which is the delivery's), the answer's
-// headers so, and its body pretty-printed.
+// write it (its body, the first 2 KiB kept, after a blank line), the
+// answer's headers so, and its body pretty-printed.
 func fullAttempt(a claim.AttemptRecord) *attemptFull {
 	f := &attemptFull{}
 	if a.Request != nil {
 		var b strings.Builder
 		b.WriteString(a.Request.Method + " " + a.Request.URL + "\n")
 		headerLines(&b, a.Request.Headers)
+		if a.Request.Body != nil && *a.Request.Body != "" {
+			b.WriteString("\n" + pretty(*a.Request.Body) + "\n")
+		}
 		f.Request = b.String()
 	}
 	if a.ResponseHeaders != nil {
@@ -145,16 +148,21 @@ type pauseConfirm struct {
 // handlePauseConfirmPage asks before a route is paused: its deliveries
 // stop on every worker until it is resumed.
 func (s *Server) handlePauseConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
+	name, err := pathRoute(r)
+	if err != nil {
+		s.pageError(w, r, &p, err, "/console/routes")
+		return
+	}
 	views, err := s.routeViews(r.Context())
 	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
 		return
 	}
 	for _, v := range views {
-		if v.Route == r.PathValue("name") {
+		if v.Route == name {
 			s.render(w, http.StatusOK, "pauseconfirm", pageData{Title: "Pause " + v.Route + "?", User: &p, Data: pauseConfirm{v}})
 			return
 		}
 	}
-	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(r.PathValue("name"), 64)) + " in the configuration."}, "/console/routes")
+	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(name, 64)) + " in the configuration."}, "/console/routes")
 }

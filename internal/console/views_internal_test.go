@@ -88,12 +88,31 @@ func TestDrawChart(t *testing.T) {
 		{Route: "ship", Interval: 24, Accepted: 7}, // outside the window: left out
 	}, since, time.Hour)
 	require.Equal(t, 100, c.Max)
-	require.Equal(t, [3]int{157, 149, 1}, c.Totals)
+	require.Equal(t, 100, c.Scale)
+	require.Equal(t, [3]int{150, 149, 1}, c.Totals, "the interval outside the window is not counted")
 	require.Len(t, c.Bars, 6)
-	require.Equal(t, chartBar{Kind: "accepted", X: 2, Y: 0, W: 5, H: 90, Title: "00:00–01:00 UTC: 100 accepted, 99 delivered, 1 failed"}, c.Bars[0])
+	require.Equal(t, chartBar{Kind: "accepted", X: chartLeft + 2, Y: chartTop, W: 5, H: 90, Title: "00:00–01:00 UTC: 100 accepted, 99 delivered, 1 failed"}, c.Bars[0])
 	require.Equal(t, 1, c.Bars[2].H, "one failure is a bar")
-	require.Equal(t, 23*chartSlot+2, c.Bars[3].X)
+	require.Equal(t, chartLeft+23*chartSlot+2, c.Bars[3].X)
 	require.Equal(t, 45, c.Bars[3].H)
 	require.Len(t, c.Labels, 4)
 	require.Equal(t, "18:00", c.Labels[3].Text)
+	require.Equal(t, []chartTick{
+		{Y: chartTop + 90, TextX: chartLeft - 4, TextY: chartTop + 93, Text: "0"},
+		{Y: chartTop + 45, TextX: chartLeft - 4, TextY: chartTop + 48, Text: "50"},
+		{Y: chartTop, TextX: chartLeft - 4, TextY: chartTop + 3, Text: "100"},
+	}, c.Ticks, "the count axis reads 0, half and the scale")
+}
+
+// The count axis's top is the busiest interval rounded up to 1, 2 or 5
+// times a power of ten, and bars are drawn against it.
+func TestChartScale(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 5, 5: 5, 6: 10, 11: 20, 99: 100, 101: 200, 430: 500, 5001: 10000} {
+		require.Equal(t, want, niceCeil(n), n)
+	}
+	c := drawChart("ship", []claim.Activity{{Route: "ship", Interval: 0, Accepted: 3, Delivered: 3}}, time.Now(), time.Hour)
+	require.Equal(t, 5, c.Scale)
+	require.Equal(t, 54, c.Bars[0].H, "3 of 5 is 54 of 90 px")
+	require.Equal(t, []string{"0", "5"}, []string{c.Ticks[0].Text, c.Ticks[1].Text}, "no half tick for an odd scale")
 }

@@ -33,13 +33,22 @@ const probeGrace = 2 * time.Second
 const minSnooze = 50 * time.Millisecond
 
 // breakerStore is the part of the claim store the breakers use: the
-// routes' breaker rows, read, probed, moved on by a verdict and reset.
+// routes' breaker rows, read, probed, and moved on by answers.
 type breakerStore interface {
 	Breakers(ctx context.Context, routes []string) (map[string]claim.Breaker, error)
 	BreakerProbe(ctx context.Context, route string, lease time.Duration) (granted bool, b claim.Breaker, err error)
-	BreakerApply(ctx context.Context, route string, ev claim.BreakerEvent, set claim.BreakerSettings, actor string, detail map[string]any) (claim.BreakerChange, error)
-	BreakerReset(ctx context.Context, route string) error
+	BreakerAnswer(ctx context.Context, route string, ev claim.BreakerEvent, answered time.Time, set claim.BreakerSettings) (claim.BreakerChange, error)
+	BreakerDelivered(ctx context.Context, route string, answered time.Time, remember time.Duration) (bool, error)
+	BreakerWake(ctx context.Context, route string) (int, error)
 }
+
+// wakeAfterClose are the delays, after this worker closed a circuit, at
+// which it wakes the route's held jobs again: a job that read the circuit
+// half-open just before the close commits its snooze (until the probe's
+// lease ends) after the close's own wake-up, and would otherwise wait out
+// the lease. The first catches the snoozes of that instant, the second
+// those River's completer was slow to commit.
+var wakeAfterClose = []time.Duration{time.Second, 5 * time.Second}
 
 // breakers is the worker's side of the routes' circuit breakers, whose
 // state is in Postgres (claim.Store.BreakerApply), shared by every replica.
@@ -57,6 +66,10 @@ type breakers struct {
 	known      map[string]claim.Breaker
 	readAt     time.Time
 	refreshing atomic.Bool
+	// wakes are the pending wake-ups after a close (see wakeAfterClose);
+	// stopped once the worker stops.
+	wakes   map[string][]*time.Timer
+	stopped bool
 }
 
 func newBreakers(db claim.DB, cfg *config.Config, routes *route.Table, logger *slog.Logger, timeout time.Duration) *breakers {
@@ -137,11 +150,12 @@ func (b *breakers) admit(ctx context.Context, job *river.Job[claim.DeliveryArgs]
 // snoozeUntil is the snooze of a job held back until at.
 func snoozeUntil(at, now time.Time) error { return river.JobSnooze(max(at.Sub(now), minSnooze)) }
 
-// record reports the verdict of g's call to the route's breaker; sent
-// says whether a request went out. It is called once per gate (later calls
-// do nothing); a probe whose job ends without a verdict is released by
-// release, so that another job may probe at once.
-func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool) {
+// record reports the verdict of g's call, whose answer came in at
+// answered, to the route's breaker; sent says whether a request went out.
+// It is called once per gate (later calls do nothing); a probe whose job
+// ends without a verdict is released by release, so that another job may
+// probe at once.
+func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool, answered time.Time) {
 	if g == nil || g.done {
 		return
 	}
@@ -159,12 +173,12 @@ func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool) {
 	case sent && v.breakerFailure():
 		ev = claim.BreakerFailed
 	case sent && v.delivers():
-		b.reset(ctx, g.route)
+		b.delivered(ctx, g.route, answered)
 		return
 	default:
 		return
 	}
-	ch, err := b.store.BreakerApply(ctx, g.route, ev, b.settings[g.route], claim.ActorBreaker, nil)
+	ch, err := b.store.BreakerAnswer(ctx, g.route, ev, answered, b.settings[g.route])
 	if err != nil {
 		b.logger.Warn("could not record an attempt with the route's breaker", slog.String("route", g.route), slog.String("error", err.Error()))
 		return
@@ -176,31 +190,62 @@ func (b *breakers) record(ctx context.Context, g *gate, v verdict, sent bool) {
 			slog.Int("failures", ch.Failures), slog.Duration("cool_down", ch.CoolDown))
 	case claim.ActionBreakerClose:
 		b.logger.Info("circuit closed: the probe delivered; waiting deliveries flow", slog.String("route", g.route))
+		b.wakeLater(g.route)
 	}
 }
 
-// release frees the probe of a job that ends without a call.
-func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false) }
+// wakeLater wakes route's held jobs again after each of wakeAfterClose.
+func (b *breakers) wakeLater(route string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	for _, t := range b.wakes[route] {
+		t.Stop() // a close before them: these wake-ups cover it
+	}
+	if b.wakes == nil {
+		b.wakes = map[string][]*time.Timer{}
+	}
+	b.wakes[route] = nil
+	for _, d := range wakeAfterClose {
+		b.wakes[route] = append(b.wakes[route], time.AfterFunc(d, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+			defer cancel()
+			if _, err := b.store.BreakerWake(ctx, route); err != nil {
+				b.logger.Warn("could not wake the jobs held back after the circuit closed", slog.String("route", route), slog.String("error", err.Error()))
+			}
+		}))
+	}
+}
 
-// reset sets the route's count of failures back after a delivery, when
-// this worker knows of any (the healthy route writes nothing).
-func (b *breakers) reset(ctx context.Context, route string) {
+// stop cancels the pending wake-ups.
+func (b *breakers) stop() {
 	b.mu.Lock()
-	st := b.known[route]
-	b.mu.Unlock()
-	if st.Failures == 0 {
-		return
+	defer b.mu.Unlock()
+	b.stopped = true
+	for _, ts := range b.wakes {
+		for _, t := range ts {
+			t.Stop()
+		}
 	}
-	if err := b.store.BreakerReset(ctx, route); err != nil {
-		b.logger.Warn("could not reset the route's breaker", slog.String("route", route), slog.String("error", err.Error()))
-		return
+	b.wakes = nil
+}
+
+// release frees the probe of a job that ends without a call.
+func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false, b.now()) }
+
+// delivered tells the route's breaker of a delivery answered at answered,
+// whatever this worker's copy says: a failure another replica (or another
+// call of this one) answered just before may not show in the copy yet,
+// or not even be written. The store writes only when the row counts
+// failures or heard of one within the time a failure's write may take
+// (the record timeout, and the copy's age): a healthy route pays one
+// round trip and no write per delivery.
+func (b *breakers) delivered(ctx context.Context, route string, answered time.Time) {
+	if _, err := b.store.BreakerDelivered(ctx, route, answered, b.timeout+breakerRefresh); err != nil {
+		b.logger.Warn("could not record a delivery with the route's breaker", slog.String("route", route), slog.String("error", err.Error()))
 	}
-	b.mu.Lock()
-	if k := b.known[route]; k.State == claim.BreakerClosed {
-		k.Failures = 0
-		b.known[route] = k
-	}
-	b.mu.Unlock()
 }
 
 // cached returns this worker's copy of route's breaker, read again first

@@ -38,7 +38,7 @@ func (w *Worker) call(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 
 // send sends the request of call and classifies the answer.
 func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, attempt int, timeout time.Duration) callResult {
-	req, err := w.request(ctx, r, d, attempt)
+	req, body, err := w.request(ctx, r, d, attempt)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, route.ErrProgram) {
 			o := classifyError(err, timeout) // cut short before the call
@@ -48,16 +48,17 @@ func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 		return callResult{verdict: rejected, reason: bound(err.Error()), unsent: true}
 	}
 	w.tracer.inject(ctx, req.Header)
-	sent := w.sentRequest(r.Route, req)
+	sent := w.sentRequest(r.Route, req, body)
 	resp, err := r.client.Do(req)
+	answered := time.Now()
 	if err != nil {
 		o := classifyError(err, timeout)
-		o.request = sent
+		o.request, o.answered = sent, answered
 		return o
 	}
 	defer resp.Body.Close()
 	var o callResult
-	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode) == delivered {
+	if (r.HasResult() || r.HasSuccess()) && classifyStatus(resp.StatusCode).delivers() {
 		o = w.answer(ctx, r.Route, d, resp)
 	} else {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
@@ -66,7 +67,7 @@ func (w *Worker) send(ctx context.Context, r *routeRuntime, d claim.Delivery, at
 		o = classifyResponse(resp.StatusCode, resp.Header, w.now(), r.RetryStatuses...)
 		o.response = responseText(head)
 	}
-	o.request, o.responseHeaders = sent, w.answerHeaders(resp.Header)
+	o.request, o.responseHeaders, o.answered = sent, w.answerHeaders(resp.Header), answered
 	return o
 }
 

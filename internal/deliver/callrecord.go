@@ -27,8 +27,10 @@ var alwaysSecret = []string{"Authorization", "Proxy-Authorization", "Cookie", "S
 // sentRequest is req as the attempt history keeps it: the values of the
 // route's secret_headers and of alwaysSecret shown as [redacted], every
 // other value (and the URL, its password masked) through the worker's
-// redactor, and the headers bounded to claim.MaxHistoryHeaderBytes.
-func (w *Worker) sentRequest(r *route.Route, req *http.Request) *claim.SentRequest {
+// redactor, and the headers bounded to claim.MaxHistoryHeaderBytes; body,
+// what was sent, through the same redactor and cut to its first 2 KiB (an
+// encoded body forwarded as received is named, not shown).
+func (w *Worker) sentRequest(r *route.Route, req *http.Request, body []byte) *claim.SentRequest {
 	secret := map[string]bool{}
 	for _, name := range alwaysSecret {
 		secret[http.CanonicalHeaderKey(name)] = true
@@ -44,7 +46,21 @@ func (w *Worker) sentRequest(r *route.Route, req *http.Request) *claim.SentReque
 		Method:  req.Method,
 		URL:     w.redact.String(cleanValue(req.URL.Redacted())),
 		Headers: w.historyHeaders(h, secret),
+		Body:    w.sentBody(req.Header.Get("Content-Encoding"), body),
 	}
+}
+
+// sentBody is body as the history keeps it: redacted of the worker's
+// secrets, then its first responseBytes as text, like an answer's. A body
+// forwarded encoded (gzip, as the provider sent it) is not text: it is
+// named with its size instead.
+func (w *Worker) sentBody(encoding string, body []byte) *string {
+	if encoding != "" {
+		s := "(" + cleanValue(cutBytes(encoding, 32)) + "-encoded body of " + strconv.Itoa(len(body)) + " bytes, as received; not shown)"
+		return &s
+	}
+	head := body[:min(len(body), snippetBytes)] // redacted before it is cut to responseBytes
+	return responseText(w.redact.Head(head, len(head) < len(body)))
 }
 
 // answerHeaders are an answer's headers as the history keeps them (see

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,10 +29,10 @@ func TestSentRequestRedactsSecrets(t *testing.T) {
 	r := w.runtimes["ship"]
 	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"evt_1"}`)}
-	req, err := w.request(context.Background(), r, d, 4)
+	req, body, err := w.request(context.Background(), r, d, 4)
 	require.NoError(t, err)
 
-	sent := w.sentRequest(r.Route, req)
+	sent := w.sentRequest(r.Route, req, body)
 	require.Equal(t, http.MethodPost, sent.Method)
 	require.NotContains(t, sent.URL, "hunter2-url-pass")
 	require.Contains(t, sent.URL, "downstream.internal/hooks/ship?x=1")
@@ -98,4 +99,44 @@ func TestExhaustedNamesTheRun(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "attempts exhausted (2 of 2): ", exhausted(2, 2, 2))
 	require.Equal(t, "attempts exhausted (attempt 4, 2 of 2 in this run): ", exhausted(4, 2, 2))
+}
+
+// The history keeps the body that was sent: the route's shaped body, not
+// the payload, redacted of the worker's secrets and cut to 2 KiB; a body
+// forwarded encoded is named, not shown.
+func TestSentRequestKeepsTheShapedBody(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Routes: []config.Route{{
+		Name: "ship", URL: "https://downstream.internal/hooks/ship",
+		Body:          `{order: .data.id, note: .data.note}`,
+		SecretHeaders: map[string]string{"X-Api-Key": "SHIP_KEY"},
+	}, {Name: "raw", URL: "https://downstream.internal/hooks/raw"}}}
+	const key = "sk_live_bodyechoedkey"
+	w, err := NewWorker(Options{Config: cfg, SecretHeaders: map[string]map[string]string{"ship": {"X-Api-Key": key}}})
+	require.NoError(t, err)
+
+	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "invoice.paid",
+		ContentType: "application/json", Payload: []byte(`{"id":"evt_1","data":{"id":"ord_7","note":"key ` + key + `","big":"x"}}`)}
+	req, body, err := w.request(context.Background(), w.runtimes["ship"], d, 1)
+	require.NoError(t, err)
+	sent := w.sentRequest(w.runtimes["ship"].Route, req, body)
+	require.NotNil(t, sent.Body)
+	require.JSONEq(t, `{"order":"ord_7","note":"key [redacted]"}`, *sent.Body, "the shaped body, the secret redacted")
+
+	long := []byte(`{"id":"evt_2","pad":"` + strings.Repeat("é", 3000) + `"}`)
+	d = claim.Delivery{Provider: "stripe", EventID: "evt_2", Route: "raw", ContentType: "application/json", Payload: long}
+	req, body, err = w.request(context.Background(), w.runtimes["raw"], d, 1)
+	require.NoError(t, err)
+	sent = w.sentRequest(w.runtimes["raw"].Route, req, body)
+	require.LessOrEqual(t, len(*sent.Body), 2<<10)
+	require.Greater(t, len(*sent.Body), 2<<10-4)
+	require.True(t, utf8.ValidString(*sent.Body), "cut on a character boundary")
+	require.True(t, strings.HasPrefix(*sent.Body, `{"id":"evt_2","pad":"éé`))
+
+	d.ContentEncoding = "gzip"
+	d.Payload = []byte{0x1f, 0x8b, 0, 1, 2}
+	req, body, err = w.request(context.Background(), w.runtimes["raw"], d, 1)
+	require.NoError(t, err)
+	sent = w.sentRequest(w.runtimes["raw"].Route, req, body)
+	require.Equal(t, "(gzip-encoded body of 5 bytes, as received; not shown)", *sent.Body)
 }

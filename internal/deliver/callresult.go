@@ -20,33 +20,6 @@ import (
 	"github.com/hookgate/hookgate/internal/sanitize"
 )
 
-// verdict is what one attempt's answer means for its delivery.
-type verdict int
-
-const (
-	// delivered: a 2xx; the delivery is completed.
-	delivered verdict = iota + 1
-	// retryable: worth another attempt (408, 409, 425, 429, 5xx, a 4xx in
-	// the route's retry_statuses, timeout, connection error) while attempts
-	// remain.
-	retryable
-	// rejected: no attempt will do better (any other 4xx, a redirect); the
-	// delivery fails at once.
-	rejected
-)
-
-func (v verdict) String() string {
-	switch v {
-	case delivered:
-		return "delivered"
-	case retryable:
-		return "retryable"
-	case rejected:
-		return "rejected"
-	}
-	return "unknown"
-}
-
 // maxReasonLen bounds last_error. A reason is one line of printable text.
 const maxReasonLen = 500
 
@@ -87,6 +60,10 @@ type callResult struct {
 	// answer came.
 	request         *claim.SentRequest
 	responseHeaders map[string][]string
+	// answered is when the answer (or the transport's error) came in, as
+	// soon as the client returned it: the breaker counts answers in that
+	// order. Zero when no request was sent.
+	answered time.Time
 }
 
 // responseBytes bounds the part of an answer's body kept in the attempt
@@ -105,25 +82,6 @@ func responseText(body []byte) *string {
 	}
 	s := strings.ReplaceAll(strings.ToValidUTF8(string(body), "\uFFFD"), "\x00", "\uFFFD")
 	return &s
-}
-
-// classifyStatus maps a downstream HTTP status to a verdict, per the contract.
-func classifyStatus(code int) verdict {
-	switch {
-	case code >= 200 && code <= 299:
-		return delivered
-	case code == http.StatusRequestTimeout, code == http.StatusConflict,
-		code == http.StatusTooEarly, code == http.StatusTooManyRequests:
-		return retryable
-	case code >= 300 && code <= 499:
-		// 3xx: redirects are not followed (the route's URL is the contract
-		// with the downstream, and a redirect could leak the payload
-		// elsewhere); other 4xx: the request itself is refused.
-		return rejected
-	default:
-		// 5xx, and anything outside the standard ranges.
-		return retryable
-	}
 }
 
 // classifyResponse classifies a response from its status and headers.
@@ -159,7 +117,9 @@ func classifyError(err error, timeout time.Duration) callResult {
 }
 
 // describe names a transport failure for an operator without quoting the
-// URL (url.Error would), headers, or anything the downstream sent.
+// URL (url.Error would), headers, or anything the downstream sent: an
+// answer Go could not parse gets a fixed reason (malformedAnswer), and any
+// other error's text is cut at its first quote.
 func describe(err error, timeout time.Duration) string {
 	var (
 		dnsErr  *net.DNSError
@@ -200,11 +160,14 @@ func describe(err error, timeout time.Duration) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed by the downstream before a response"
 	}
+	if reason, ok := malformedAnswer(err); ok {
+		return reason
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err // url.Error's text repeats the method and the full URL
 	}
-	return "connection error: " + sanitize.Line(err.Error())
+	return "connection error: " + sanitize.Line(unquoted(err.Error()))
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.

@@ -145,7 +145,7 @@ func (c *completer) finish(ctx context.Context, job *river.Job[claim.DeliveryArg
 	// The job ends: its attempt numbers are spent.
 	res := claim.AttemptResult{Status: claim.DeliveryCompleted, Attempted: attempted, Spent: job.Attempt, Result: o.result,
 		Release: c.chained(k.Route), Call: o.call}
-	if o.verdict != delivered {
+	if !o.verdict.delivers() {
 		res = claim.AttemptResult{Status: claim.DeliveryFailed, Attempted: attempted, Error: o.reason, Spent: job.Attempt, Call: o.call}
 	}
 	result, err := c.end(ctx, job, claim.Attempt{Key: k, Result: res})

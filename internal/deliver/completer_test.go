@@ -51,11 +51,11 @@ func TestCompleterSharesTransactions(t *testing.T) {
 	var keys []claim.Key
 	for i := range 6 {
 		id := fmt.Sprintf("evt_%d", i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 		require.NoError(t, err)
 		keys = append(keys, claim.Key{Provider: "p", EventID: id, Route: "r"})
 	}
-	_, err = store.Claim(ctx, claim.Event{Provider: "p", ID: "evt_fan", Type: "t", Payload: []byte("{}")}, []string{"r", "s"}, false)
+	_, err = testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: "evt_fan", Type: "t", Payload: []byte("{}")}, []string{"r", "s"}, false)
 	require.NoError(t, err)
 	keys = append(keys, claim.Key{Provider: "p", EventID: "evt_fan", Route: "r"}, claim.Key{Provider: "p", EventID: "evt_fan", Route: "s"})
 

@@ -1,10 +1,14 @@
 package deliver
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookgate/hookgate/internal/logbudget"
+)
 
 // SetLineBudget sets how many "delivered" lines w writes a second, and the
 // clock it reads.
 func (w *Worker) SetLineBudget(perSecond int, now func() time.Time) {
-	w.lines.SetPerSecond(perSecond)
+	w.lines = logbudget.New(perSecond, deliveredLinesSummary)
 	w.now = now
 }

@@ -43,7 +43,7 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 	keys := make([]claim.Key, n)
 	for i := range keys {
 		id := fmt.Sprintf("evt_%d", i)
-		_, err := store.Claim(ctx, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
+		_, err := testfactory.ClaimEvent(ctx, store, claim.Event{Provider: "p", ID: id, Type: "t", Payload: []byte("{}")}, []string{"r"}, false)
 		require.NoError(t, err)
 		keys[i] = claim.Key{Provider: "p", EventID: id, Route: "r"}
 	}
@@ -51,9 +51,9 @@ func TestEndsReleasedWhenPostgresFreezes(t *testing.T) {
 		&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: testfactory.Now()})
 	jobs := make([]*river.Job[claim.DeliveryArgs], n)
 	for i, k := range keys {
-		var id int64
-		require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM river_job WHERE args->>'event_id' = $1`, k.EventID).Scan(&id))
-		row, err := client.JobGet(ctx, id)
+		found := testfactory.Jobs(ctx, t, pool, testfactory.JobWhere{Delivery: k})
+		require.Len(t, found, 1)
+		row, err := client.JobGet(ctx, found[0].ID)
 		require.NoError(t, err)
 		jobs[i] = &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs(k)}
 	}

@@ -33,20 +33,21 @@ func event(d claim.Delivery) route.Event {
 
 // request builds what the contract says the worker sends downstream, as
 // attempt number attempt: the route's shaped body (or the payload as it
-// came), its static and secret headers, then hookgate's own.
-func (w *Worker) request(ctx context.Context, r *routeRuntime, d claim.Delivery, attempt int) (*http.Request, error) {
+// came), its static and secret headers, then hookgate's own. It returns
+// the body too, for the attempt history.
+func (w *Worker) request(ctx context.Context, r *routeRuntime, d claim.Delivery, attempt int) (*http.Request, []byte, error) {
 	ev := event(d)
 	body, contentType, err := r.Body(ctx, ev, d.Payload, d.ContentType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	target, err := r.Target(ctx, ev, d.Payload)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
+		return nil, nil, fmt.Errorf("building the request for route %s: invalid URL", r.Name)
 	}
 	// Without GetBody the transport cannot rewind the body, so it never
 	// sends the request again by itself: it would, on a reused connection
@@ -77,11 +78,11 @@ func (w *Worker) request(ctx context.Context, r *routeRuntime, d claim.Delivery,
 		ts := w.now()
 		sig, err := wh.Sign(key, ts, body)
 		if err != nil {
-			return nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
+			return nil, nil, fmt.Errorf("signing for route %s: %w", r.Name, err)
 		}
 		h.Set(standardwebhooks.HeaderWebhookID, key)
 		h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
 		h.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	}
-	return req, nil
+	return req, body, nil
 }

@@ -39,7 +39,7 @@ func TestRequest(t *testing.T) {
 	t.Run("CarriesTheContractHeadersAndTheBodyByteForByte", func(t *testing.T) {
 		t.Parallel()
 		r := w.runtimes["ship"]
-		req, err := w.request(context.Background(), r, d, 3)
+		req, _, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		require.Equal(t, http.MethodPost, req.Method)
 		require.Equal(t, "http://downstream.internal/hooks/ship", req.URL.String())
@@ -69,7 +69,7 @@ func TestRequest(t *testing.T) {
 	t.Run("SignatureVerifiesWithTheOfficialLibrary", func(t *testing.T) {
 		t.Parallel()
 		r := w.runtimes["ship"]
-		req, err := w.request(context.Background(), r, d, 3)
+		req, _, err := w.request(context.Background(), r, d, 3)
 		require.NoError(t, err)
 		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
 		require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestRequest(t *testing.T) {
 		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.ContentType = "mail", ""
-		req, err := w.request(context.Background(), r, md, 1)
+		req, _, err := w.request(context.Background(), r, md, 1)
 		require.NoError(t, err)
 		for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "Content-Type"} {
 			require.Empty(t, req.Header.Values(h), h)
@@ -103,7 +103,7 @@ func TestRequest(t *testing.T) {
 		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.ContentEncoding = "mail", "gzip"
-		req, err := w.request(context.Background(), r, md, 1)
+		req, _, err := w.request(context.Background(), r, md, 1)
 		require.NoError(t, err)
 		require.Equal(t, []string{"gzip"}, req.Header.Values("Content-Encoding"))
 		body, err := io.ReadAll(req.Body)
@@ -116,7 +116,7 @@ func TestRequest(t *testing.T) {
 		r := w.runtimes["mail"]
 		md := d
 		md.Route, md.EventType = "mail", "invoice.paid\r\nX-Injected: 1"
-		req, err := w.request(context.Background(), r, md, 1)
+		req, _, err := w.request(context.Background(), r, md, 1)
 		require.NoError(t, err)
 		require.Equal(t, "invoice.paid  X-Injected: 1", req.Header.Get("Hookgate-Event-Type"))
 		require.Empty(t, req.Header.Get("X-Injected"))
@@ -156,7 +156,7 @@ func TestShapedRequest(t *testing.T) {
 	key := d.Key().IdempotencyKey()
 	r := w.runtimes["create-shipment"]
 
-	req, err := w.request(context.Background(), r, d, 1)
+	req, _, err := w.request(context.Background(), r, d, 1)
 	require.NoError(t, err)
 	require.Equal(t, http.MethodPut, req.Method)
 	body, err := io.ReadAll(req.Body)
@@ -175,7 +175,7 @@ func TestShapedRequest(t *testing.T) {
 	require.NoError(t, wh.Verify(body, req.Header), "the signature covers the bytes sent")
 	require.Error(t, wh.Verify(payload, req.Header), "not the provider's")
 
-	again, err := w.request(context.Background(), r, d, 2)
+	again, _, err := w.request(context.Background(), r, d, 2)
 	require.NoError(t, err)
 	againBody, err := io.ReadAll(again.Body)
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestShapedRequest(t *testing.T) {
 
 	gz := d
 	gz.ContentEncoding = "gzip"
-	req, err = w.request(context.Background(), r, gz, 1)
+	req, _, err = w.request(context.Background(), r, gz, 1)
 	require.NoError(t, err)
 	require.Empty(t, req.Header.Values("Content-Encoding"), "a shaped body is hookgate's own JSON, not the provider's encoding")
 
@@ -235,7 +235,7 @@ func TestSigningSecretFileRotates(t *testing.T) {
 	payload := []byte(`{"id":"evt_1"}`)
 	d := claim.Delivery{Provider: "stripe", EventID: "evt_1", Route: "ship", EventType: "t", Payload: payload}
 	sign := func() (http.Header, error) {
-		req, err := w.request(context.Background(), r, d, 1)
+		req, _, err := w.request(context.Background(), r, d, 1)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // A claim whose payload retention cleared can still be reopened (by an
@@ -61,7 +62,7 @@ func TestWorkAfterRetention(t *testing.T) {
 	t.Run("EmptyPayloadIsDelivered", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, status(http.StatusOK))
-		_, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: "evt_empty", Type: "ping", Payload: []byte{}},
+		_, err := testfactory.ClaimEvent(t.Context(), b.store, claim.Event{Provider: "stripe", ID: "evt_empty", Type: "ping", Payload: []byte{}},
 			[]string{"ship"}, true)
 		require.NoError(t, err)
 		tx, w := b.begin(t)

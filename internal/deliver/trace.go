@@ -115,7 +115,7 @@ func endDownstream(span trace.Span, o callResult) {
 	if o.status != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", o.status))
 	}
-	if o.verdict != delivered {
+	if !o.verdict.delivers() {
 		span.SetStatus(codes.Error, o.verdict.String())
 	}
 	span.End()

@@ -177,10 +177,14 @@ func NewWorker(o Options) (*Worker, error) {
 	return w, nil
 }
 
-// Close stops the goroutines the worker's calls ran on (see callPool).
+// Close stops the goroutines the worker's calls ran on (see callPool), and
+// the wake-ups of held jobs a closed circuit has pending (see breakers).
 // Call it once River has stopped working jobs; a call after it runs on
 // its job's goroutine.
-func (w *Worker) Close() { w.callers.close() }
+func (w *Worker) Close() {
+	w.callers.close()
+	w.breakers.stop()
+}
 
 // JobTimeout is the River client's JobTimeout for cfg: the longest route
 // timeout plus a grace for the database work before the call, but never more
@@ -308,7 +312,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	// next call of this process sees the circuit a failure opened. A
 	// delivery on a route with no failure counted writes nothing here.
 	interrupted := o.verdict.retries() && errors.Is(ctx.Err(), context.Canceled) // says nothing of the route
-	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted)
+	w.breakers.record(ctx, gate, o.verdict, !o.unsent && !interrupted, cmp.Or(o.answered, time.Now()))
 	release()
 	d.Payload = nil // not needed to record the outcome
 	w.metrics.attempt(k.Route, time.Since(start))
@@ -325,7 +329,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[claim.DeliveryArgs]) e
 	}
 
 	switch {
-	case o.verdict == delivered, o.verdict == rejected:
+	case o.verdict.delivers(), o.verdict.permanent():
 		return w.ends.finish(ctx, job, log, d, o, !o.unsent)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return w.ends.interrupted(ctx, log, d, o)

@@ -128,7 +128,7 @@ func newBundle(t *testing.T, exec claim.DB, db *dbtest.DB, respond func(n int, r
 // claimed commits a claim of stripe event id fanned out to routes.
 func (b bundle) claimed(t *testing.T, id string, routes ...string) {
 	t.Helper()
-	res, err := b.store.Claim(t.Context(), claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
+	res, err := testfactory.ClaimEvent(t.Context(), b.store, claim.Event{Provider: "stripe", ID: id, Type: "invoice.paid",
 		ContentType: "application/json", Payload: []byte(`{"id":"` + id + `"}`)}, routes, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
@@ -454,10 +454,11 @@ func TestHookgateAttemptNeverRepeats(t *testing.T) {
 	// runAs runs the job that is not yet finalized as River's fetch number attempt would.
 	runAs := func(attempt int) {
 		t.Helper()
-		var id int64
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = $1, attempted_at = now()
-WHERE kind = $2 AND finalized_at IS NULL RETURNING id`, attempt, claim.DeliveryKind).Scan(&id))
-		row, err := b.client.JobGet(ctx, id)
+		// A delivery's end deletes its job's row: the one left is the job not yet finalized.
+		ids := testfactory.SetJobs(ctx, t, b.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "stripe", EventID: "evt_num", Route: "ship"}},
+			&testfactory.JobOpts{State: rivertype.JobStateRunning, Attempt: attempt, AttemptedAt: testfactory.Now()})
+		require.Len(t, ids, 1)
+		row, err := b.client.JobGet(ctx, ids[0])
 		require.NoError(t, err)
 		job := &river.Job[claim.DeliveryArgs]{JobRow: row, Args: claim.DeliveryArgs{Provider: "stripe", EventID: "evt_num", Route: "ship"}}
 		require.NoError(t, w.Work(rivertest.WorkContext(ctx, b.client), job))
@@ -623,7 +624,7 @@ func TestBreakerHoldsJobsBack(t *testing.T) {
 	b.cfg.Routes[0].Breaker = config.Breaker{Failures: 1, CoolDown: config.Duration(time.Hour), MaxCoolDown: config.Duration(time.Hour)}
 	b.claimed(t, "evt_a", "ship")
 	ch, err := b.store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: 300 * time.Millisecond,
-		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+		MaxCoolDown: time.Hour}, nil)
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerOpen, ch.State)
 
@@ -677,7 +678,7 @@ func TestBreakerOffSendsWhateverTheRow(t *testing.T) {
 	b.cfg.Routes[0].Breaker = config.Breaker{Off: true}
 	b.claimed(t, "evt_off", "ship")
 	_, err := b.store.BreakerApply(t.Context(), "ship", claim.BreakerFailed, claim.BreakerSettings{Failures: 1, CoolDown: time.Hour,
-		MaxCoolDown: time.Hour}, claim.ActorBreaker, nil)
+		MaxCoolDown: time.Hour}, nil)
 	require.NoError(t, err)
 	tx, err := b.db.Pool.Begin(t.Context())
 	require.NoError(t, err)

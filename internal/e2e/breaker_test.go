@@ -223,3 +223,48 @@ func TestBreakerOutlivesAKilledWorker(t *testing.T) {
 	s.requireAllDeliveredOnce(ids, 2*time.Minute)
 	require.Equal(t, claim.BreakerClosed, s.breakerOf("down").State)
 }
+
+// TestBreakerAlternatingNeverOpens: a downstream that strictly alternates
+// 200 and 503, at route concurrency 4 with two workers, never makes three
+// consecutive failures, so its `failures: 3` circuit never opens however
+// the breaker writes of the attempts and replicas interleave (the count
+// follows the order the answers came in).
+func TestBreakerAlternatingNeverOpens(t *testing.T) {
+	t.Parallel()
+	r := route{name: "flaky", events: []string{"order.paid"}, maxAttempts: 20, initial: 20 * time.Millisecond,
+		max: 100 * time.Millisecond, concurrency: 4, timeout: 10 * time.Second, extra: "    breaker: {failures: 3, cool_down: 1m}\n"}
+	s := newStack(t, []route{r})
+	// Answers alternate in the order the workers get them: one at a time,
+	// a moment apart, so that no two arrive at once (two answers that do
+	// have no order a worker could see).
+	const gap = 50 * time.Millisecond
+	var mu sync.Mutex
+	answers := 0
+	var last time.Time
+	s.down.set("flaky", func(*call, int, http.ResponseWriter) int {
+		mu.Lock()
+		defer mu.Unlock()
+		time.Sleep(time.Until(last.Add(gap)))
+		last = time.Now()
+		answers++
+		if answers%2 == 0 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	ingest := s.ingest()
+	s.worker()
+	s.worker()
+	const events = 40
+	for i := range events {
+		s.claimed(ingest, event{id: fmt.Sprintf("evt_flaky_%02d", i), typ: "order.paid"})
+	}
+	for i := range events {
+		s.waitStatus(fmt.Sprintf("evt_flaky_%02d", i), claim.Completed, settle)
+	}
+	mu.Lock()
+	require.GreaterOrEqual(t, answers, 2*events-1, "every event met a failure or two")
+	mu.Unlock()
+	require.Zero(t, s.audited(claim.ActionBreakerOpen, "flaky"), "the circuit never opened")
+	require.Equal(t, claim.BreakerClosed, s.breakerOf("flaky").State)
+}

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -11,11 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
+
+// deliveryWaiting is the contract's status of a delivery waiting for the
+// routes it runs after; only the store's SQL writes it.
+const deliveryWaiting = claim.DeliveryStatus("waiting")
 
 // after is the YAML of a route's after: names.
 func after(names ...string) string {
@@ -26,11 +33,7 @@ func after(names ...string) string {
 // stored: a delivery's end deletes its job's row.
 func (s *stack) routeJobs(id, route string) int {
 	s.t.Helper()
-	var n int
-	require.NoError(s.t, s.db.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM river_job WHERE kind = $1 AND args ->> 'event_id' = $2 AND args ->> 'route' = $3`,
-		claim.DeliveryKind, id, route).Scan(&n))
-	return n
+	return len(testfactory.Jobs(context.Background(), s.t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: id, Route: route}}))
 }
 
 // metric reads series (name and labels) from p's /metrics, as text.
@@ -130,7 +133,7 @@ func TestChainFailedPredecessor(t *testing.T) {
 	s.claimed(ingest, e)
 
 	_, ds := s.waitStatus(e.id, claim.Failed, settle)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "step2").Status)
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "step2").Status)
 	require.Zero(t, s.routeJobs(e.id, "step2"), "a waiting delivery has no job")
 	require.Empty(t, s.down.callsFor(key(e.id, "step2")))
 	out, code := s.run("claims", "show", provider, e.id)
@@ -187,14 +190,11 @@ func TestChainCrashAtTheHandOver(t *testing.T) {
 
 	_, ds, err := s.store.Get(t.Context(), provider, e.id)
 	require.NoError(t, err)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "step2").Status, "nothing recorded by the killed worker")
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "step2").Status, "nothing recorded by the killed worker")
 	require.Zero(t, s.routeJobs(e.id, "step2"))
 
 	require.Eventually(t, func() bool {
-		var stuck bool
-		err := s.db.Pool.QueryRow(t.Context(), `SELECT attempted_at < now() - interval '4 seconds' FROM river_job
-WHERE args->>'event_id' = $1 AND state = 'running'`, e.id).Scan(&stuck)
-		return err == nil && stuck
+		return s.runningSince(e.id, 4*time.Second)
 	}, settle, 50*time.Millisecond)
 	testfactory.ExpireLeader(t.Context(), t, s.db.Pool)
 	s.worker()
@@ -294,10 +294,11 @@ func TestChainGroupCommit(t *testing.T) {
 	require.NoError(t, s.db.Pool.QueryRow(t.Context(),
 		`SELECT count(*) FROM webhook_deliveries WHERE route = 'step2' AND status = 'waiting'`).Scan(&waiting))
 	require.Equal(t, n, waiting, "every step 2 waits, claimed with no job")
-	var jobs int
-	require.NoError(t, s.db.Pool.QueryRow(t.Context(),
-		`SELECT count(*) FROM river_job WHERE args->>'route' = 'step2'`).Scan(&jobs))
-	require.Zero(t, jobs)
+	for _, j := range testfactory.Jobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Kind: claim.DeliveryKind}) {
+		var a claim.DeliveryArgs
+		require.NoError(t, json.Unmarshal(j.EncodedArgs, &a))
+		require.NotEqual(t, "step2", a.Route, "no job for a waiting step 2")
+	}
 
 	s.worker()
 	require.Eventually(t, func() bool {
@@ -335,17 +336,18 @@ func TestChainFanInBehindAFailedPredecessor(t *testing.T) {
 	require.Equal(t, claim.DeliveryCompleted, deliveryOf(t, ds, "a").Status)
 	require.Equal(t, claim.DeliveryFailed, deliveryOf(t, ds, "b").Status)
 	c := deliveryOf(t, ds, "c")
-	require.Equal(t, claim.DeliveryWaiting, c.Status)
+	require.Equal(t, deliveryWaiting, c.Status)
 
 	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, s.db.Pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM river_job WHERE kind = 'hookgate.reconcile' AND state = 'completed'
-  AND attempted_at > $1::timestamptz + interval '2 seconds'`, c.UpdatedAt).Scan(&n))
-		return n > 0
+		for _, j := range testfactory.Jobs(context.Background(), t, s.db.Pool, testfactory.JobWhere{Kind: maintenance.ReconcileKind, State: rivertype.JobStateCompleted}) {
+			if j.AttemptedAt != nil && j.AttemptedAt.After(c.UpdatedAt.Add(2*time.Second)) {
+				return true
+			}
+		}
+		return false
 	}, settle, 50*time.Millisecond, "a reconcile run that saw c stale")
 	_, ds = s.waitStatus(e.id, claim.Failed, settle)
-	require.Equal(t, claim.DeliveryWaiting, deliveryOf(t, ds, "c").Status)
+	require.Equal(t, deliveryWaiting, deliveryOf(t, ds, "c").Status)
 	require.Zero(t, s.routeJobs(e.id, "c"), "no job for c behind the failed b")
 	require.Empty(t, s.down.callsFor(key(e.id, "c")))
 }

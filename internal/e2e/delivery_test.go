@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -135,10 +136,7 @@ func TestWorkerKilledAfterTheSideEffect(t *testing.T) {
 	// The new leader's rescuer looks once at start, then every 30s: start
 	// it once the job has run for longer than rescue_after.
 	require.Eventually(t, func() bool {
-		var stuck bool
-		err := s.db.Pool.QueryRow(t.Context(), `SELECT attempted_at < now() - interval '4 seconds' FROM river_job
-WHERE args->>'event_id' = $1 AND state = 'running'`, e.id).Scan(&stuck)
-		return err == nil && stuck
+		return s.runningSince(e.id, 4*time.Second)
 	}, settle, 50*time.Millisecond)
 	testfactory.ExpireLeader(t.Context(), t, s.db.Pool)
 	s.worker()
@@ -438,11 +436,10 @@ func TestShutdownReturnsInterruptedDeliveriesToTheQueue(t *testing.T) {
 	d := deliveryOf(t, ds, "ship")
 	require.Equal(t, 1, d.AttemptCount, "the interrupted call is counted")
 	require.Equal(t, "interrupted: the worker was stopping", d.LastError)
-	var state string
-	var attempt int
-	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT state, attempt FROM river_job WHERE args ->> 'event_id' = $1`, e.id).Scan(&state, &attempt))
-	require.Equal(t, "available", state)
-	require.Zero(t, attempt, "the job's only attempt (max_attempts 1) was given back")
+	jobs := testfactory.Jobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: e.id}})
+	require.Len(t, jobs, 1)
+	require.Equal(t, rivertype.JobStateAvailable, jobs[0].State)
+	require.Zero(t, jobs[0].Attempt, "the job's only attempt (max_attempts 1) was given back")
 
 	s.worker()
 	s.waitStatus(e.id, claim.Completed, settle)

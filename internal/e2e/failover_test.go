@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/maintenance"
 	"github.com/hookgate/hookgate/internal/pgcluster"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // failoverBound is the longest the test accepts between the standby's
@@ -339,10 +341,12 @@ func (s *stack) checkMaintenance(t *testing.T, on *pgcluster.Cluster, promoted t
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	require.Eventually(t, func() bool {
-		var leaders, reconciles int
-		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM river_leader),
-			(SELECT count(*) FROM river_job WHERE kind = $1 AND created_at > $2)`, maintenance.ReconcileKind, promoted).Scan(&leaders, &reconciles)
-		return err == nil && leaders == 1 && reconciles > 0
+		var leaders int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM river_leader`).Scan(&leaders); err != nil || leaders != 1 {
+			return false
+		}
+		reconciles, err := testfactory.ListJobs(ctx, conn, testfactory.JobWhere{Kind: maintenance.ReconcileKind})
+		return err == nil && slices.ContainsFunc(reconciles, func(j *rivertype.JobRow) bool { return j.CreatedAt.After(promoted) })
 	}, 45*time.Second, 50*time.Millisecond, "a leader is elected on the new primary and enqueues the reconciler")
 }
 

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,7 @@ import (
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/proctest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // Binaries built once by TestMain.
@@ -433,10 +435,21 @@ func deliveryOf(t *testing.T, ds []claim.Delivery, route string) claim.Delivery 
 // delivery's end deletes its job's row.
 func (s *stack) jobsOf(id string) int {
 	s.t.Helper()
-	var n int
-	require.NoError(s.t, s.db.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM river_job WHERE kind = $1 AND args ->> 'event_id' = $2`, claim.DeliveryKind, id).Scan(&n))
-	return n
+	return len(testfactory.Jobs(context.Background(), s.t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: id}}))
+}
+
+// runningSince reports whether event id's job is running and was attempted
+// longer than d ago (by this machine's clock, which the database shares),
+// as River's rescuer will see it.
+func (s *stack) runningSince(id string, d time.Duration) bool {
+	s.t.Helper()
+	for _, j := range testfactory.Jobs(context.Background(), s.t, s.db.Pool, testfactory.JobWhere{
+		Delivery: claim.Key{Provider: provider, EventID: id}, State: rivertype.JobStateRunning}) {
+		if j.AttemptedAt != nil && time.Since(*j.AttemptedAt) > d {
+			return true
+		}
+	}
+	return false
 }
 
 // key is the Idempotency-Key the worker must send for id and route.

@@ -14,9 +14,12 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // burst sends n events, ids prefix_00.., all at once, and requires that
@@ -177,9 +180,16 @@ func TestRoutePause(t *testing.T) {
 		require.Zero(t, deliveryOf(t, ds, "held").AttemptCount, "no attempt counted")
 	}
 	var waiting, attempted int
-	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE state = 'available' AND queue = 'route-held'),
-       count(*) FILTER (WHERE attempt > 0)
-FROM river_job WHERE args->>'route' = 'held'`).Scan(&waiting, &attempted))
+	for _, e := range events {
+		for _, j := range testfactory.Jobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: e.id, Route: "held"}}) {
+			if j.State == rivertype.JobStateAvailable && j.Queue == "route-held" {
+				waiting++
+			}
+			if j.Attempt > 0 {
+				attempted++
+			}
+		}
+	}
 	require.Equal(t, 20, waiting)
 	require.Zero(t, attempted, "no job used an attempt")
 
@@ -261,8 +271,8 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 
 	before := event{id: "evt_before_upgrade", typ: "order.paid"}
 	s.claimed(ingest, before)
-	_, err := s.db.Pool.Exec(t.Context(), `UPDATE river_job SET queue = $1 WHERE args->>'event_id' = $2`, river.QueueDefault, before.id)
-	require.NoError(t, err)
+	testfactory.SetJobs(t.Context(), t, s.db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: provider, EventID: before.id}},
+		&testfactory.JobOpts{Queue: river.QueueDefault})
 
 	w := s.worker()
 	s.waitStatus(before.id, claim.Completed, settle)
@@ -281,12 +291,11 @@ func TestJobsOnTheDefaultQueue(t *testing.T) {
 	defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after Commit
 	old := claim.NewStore(tx, jobs, func(string) int { return 0 })
 	during := event{id: "evt_during_upgrade", typ: "order.paid"}
-	_, err = old.Claim(t.Context(), claim.Event{Provider: provider, ID: during.id, Type: during.typ,
+	_, err = testfactory.ClaimEvent(t.Context(), old, claim.Event{Provider: provider, ID: during.id, Type: during.typ,
 		ContentType: "application/json", Payload: during.body()}, []string{"ship"}, true)
 	require.NoError(t, err)
-	var q string
-	require.NoError(t, tx.QueryRow(t.Context(), `SELECT queue FROM river_job WHERE args->>'event_id' = $1`, during.id).Scan(&q))
-	require.Equal(t, river.QueueDefault, q)
+	// The one delivery job stored (before's row went with its end).
+	rivertest.RequireInsertedTx[*riverpgxv5.Driver](t.Context(), t, tx, &claim.DeliveryArgs{}, &rivertest.RequireInsertedOpts{Queue: river.QueueDefault})
 	require.NoError(t, tx.Commit(t.Context()))
 	s.waitStatus(during.id, claim.Completed, settle)
 	require.Equal(t, []string{"1"}, s.down.attempts(key(during.id, "ship")))

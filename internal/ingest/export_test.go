@@ -1,10 +1,14 @@
 package ingest
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookgate/hookgate/internal/logbudget"
+)
 
 // SetLineBudget sets how many INFO lines of accepted requests s writes a
-// second, and the clock it reads.
+// second, and the clock it reads: set before s serves.
 func (s *Server) SetLineBudget(perSecond int, now func() time.Time) {
-	s.lines.SetPerSecond(perSecond)
+	s.lines = logbudget.New(perSecond, requestLinesSummary)
 	s.now = now
 }

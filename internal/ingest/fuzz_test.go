@@ -97,7 +97,7 @@ func FuzzWebhook(f *testing.F) {
 	store := claim.NewStore(db.Pool, jobs, cfg.MaxAttempts)
 	table, err := route.New(cfg, secrets.Headers)
 	require.NoError(f, err)
-	srv, err := ingest.New(cfg, table, secrets, store, db.Pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	srv, err := ingest.New(cfg, table, secrets, ingest.NewGroup(store, ingest.GroupOptions{}), db.Pool, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(f, err)
 	handler := srv.Handler()
 

@@ -42,7 +42,7 @@ type GroupOptions struct {
 // sixty-four concurrent requests cost one commit rather than sixty-four. A
 // lone request runs at once; nothing waits on a timer.
 //
-// The promises of claim.Store.Claim hold for each event: its result is returned
+// The promises of claim.Store.ClaimMany and Resolve hold for each event: its result is returned
 // only after the commit that holds its claim, deliveries and jobs; copies
 // of one key in one batch resolve to one claim and duplicates. A batch that
 // the database refuses is split until the event at fault is alone, so that
@@ -92,9 +92,18 @@ func (g *Group) run(ctx context.Context, reqs []claim.Request) ([]claim.Result, 
 	return g.store.ClaimMany(ctx, reqs)
 }
 
-// Claim is claim.Store.Claim with group commit. It returns as soon as ctx
-// ends, with an error; the claim may still commit with its batch, which a
-// retry then finds as a duplicate.
+// Claim records ev and fans it out to routes (the names of the routes its
+// type matches), with group commit: ClaimMany for its batch, then Resolve
+// for what that leaves to the one event. In one transaction: the claim
+// row, one delivery row and one job per route. A route whose business key
+// (ev.BusinessKeys) is held by another claim gets a skipped delivery and
+// no job; one whose key is missing gets a failed delivery and no job. Only
+// the call that inserts the claim does this; any other call for the same
+// key is a Duplicate, except that with reopen a failed claim has its
+// failed deliveries reopened (see claim.Store.Reopen); a duplicate whose
+// claim retention deleted while it was read is claimed anew. It returns as
+// soon as ctx ends, with an error; the claim may still commit with its
+// batch, which a retry then finds as a duplicate.
 func (g *Group) Claim(ctx context.Context, ev claim.Event, routes []string, reopen bool) (claim.Result, error) {
 	req := claim.Request{Event: ev, Routes: routes}
 	res, err := g.batch.Do(ctx, req)

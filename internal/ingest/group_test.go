@@ -11,11 +11,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/ingest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // groupBundle is a group over a database of the test's own, recording the
@@ -85,9 +87,7 @@ func (g *groupBundle) hold(t *testing.T, id string) (held *request, done *sync.W
 	ctx := t.Context()
 	tx, err := g.pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload)
-VALUES ('stripe', $1, 'invoice.paid', 'processing', '{}')`, id)
-	require.NoError(t, err)
+	testfactory.Claim(ctx, t, tx, &testfactory.ClaimOpts{EventID: id})
 	// A test failing before it releases must not leave the pool waiting for it.
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	held = &request{ev: groupEvent(id), routes: []string{"ship"}}
@@ -146,7 +146,8 @@ func TestGroupSharesOneBatch(t *testing.T) {
 	require.ElementsMatch(t, []claim.Decision{claim.Claimed, claim.Duplicate}, outcomes["evt_a"])
 	require.Equal(t, []claim.Decision{claim.Claimed}, outcomes["evt_b"])
 	require.Equal(t, []claim.Decision{claim.ClaimedIgnored}, outcomes["evt_none"])
-	require.Equal(t, 1+2+1, g.count(t, `SELECT count(*) FROM river_job`), "one job per delivery of each claim won")
+	// One job per delivery of each claim won.
+	rivertest.RequireManyInserted(t.Context(), t, riverpgxv5.New(g.pool), testfactory.DeliveryJobs(1+2+1, nil))
 }
 
 // TestGroupOneBadRequest: events holding text the tables cannot store (a
@@ -185,7 +186,7 @@ func TestGroupOneBadRequest(t *testing.T) {
 	require.Equal(t, []int{1, len(reqs)}, g.batchSizes(), "the seven shared one batch")
 	require.EqualValues(t, 2, g.txs.begun.Load(), "one transaction for the held claim, one for the batch: none split off")
 	require.Equal(t, 6, g.count(t, `SELECT count(*) FROM webhook_event_claims`))
-	require.Equal(t, 6, g.count(t, `SELECT count(*) FROM river_job`))
+	rivertest.RequireManyInserted(t.Context(), t, riverpgxv5.New(g.pool), testfactory.DeliveryJobs(6, nil))
 }
 
 // TestGroupReopensAlone: a redelivery of a failed event, batched with
@@ -194,7 +195,7 @@ func TestGroupReopensAlone(t *testing.T) {
 	t.Parallel()
 	g := setupGroup(t)
 	ctx := t.Context()
-	res, err := g.store.Claim(ctx, groupEvent("evt_failed"), []string{"ship"}, true)
+	res, err := testfactory.ClaimEvent(ctx, g.store, groupEvent("evt_failed"), []string{"ship"}, true)
 	require.NoError(t, err)
 	require.Equal(t, claim.Claimed, res.Decision)
 	require.NoError(t, g.store.RecordAttempt(ctx, claim.Key{Provider: "stripe", EventID: "evt_failed", Route: "ship"},

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/gate"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/verify"
@@ -136,17 +137,15 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 	// The body as the verifier parsed it is shared by filters and keys.
 	in := route.NewInput(route.Event{Provider: name, ID: ev.ID, Type: ev.Type}, req.Header, body, ev.Body)
 	routes := s.match(req.Context(), in)
-	names := make([]string, len(routes))
-	for i, r := range routes {
-		names[i] = r.Name
-	}
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.Ingest.ClaimTimeout.D())
 	defer cancel()
 	// The jobs carry the request's trace context, not the claim's: each
 	// attempt is a child of the request that accepted the event.
 	meta := s.tracer.jobMetadata(ctx)
-	ctx, span := s.tracer.startClaim(ctx, name, ev.ID, len(names))
-	res, err := s.claims.Claim(ctx, claim.Event{
+	ctx, span := s.tracer.startClaim(ctx, name, ev.ID, len(routes))
+	// The same request a reconciled event is claimed with (gate.Request);
+	// its business keys are computed only now, from verified bytes.
+	creq := gate.Request(claim.Event{
 		Provider:        name,
 		ID:              ev.ID,
 		Type:            ev.Type,
@@ -155,11 +154,9 @@ func (s *Server) ingest(c echo.Context, name string) (result, eventID string, er
 		ContentEncoding: encoding,
 		Payload:         body,
 		GuardBody:       p.guardBody,
-		// Computed only now, from verified bytes.
-		BusinessKeys: businessKeys(routes, in),
-		After:        after(routes),
-		JobMetadata:  meta,
-	}, names, p.reopen)
+		JobMetadata:     meta,
+	}, routes, in)
+	res, err := s.claims.Claim(ctx, creq.Event, creq.Routes, p.reopen)
 	if errors.Is(err, claim.ErrUnstorable) {
 		// Ingest checks what it stores before the claim; this is the
 		// claim's own guard answering for a value that slipped past.

@@ -29,7 +29,7 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Claimer records a verified event; *claim.Store implements it.
+// Claimer records a verified event; *Group implements it.
 type Claimer interface {
 	Claim(ctx context.Context, ev claim.Event, routes []string, reopen bool) (claim.Result, error)
 }

@@ -71,7 +71,9 @@ func build(t *testing.T, db claim.DB, ping ingest.Pinger) *bundle {
 	logs := &bytes.Buffer{}
 	table, err := route.New(cfg, secrets.Headers)
 	require.NoError(t, err)
-	srv, err := ingest.New(cfg, table, secrets, store, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
+	// One claim transaction at a time: db may be a test's transaction.
+	claims := ingest.NewGroup(store, ingest.GroupOptions{Concurrency: 1})
+	srv, err := ingest.New(cfg, table, secrets, claims, ping, slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry())
 	require.NoError(t, err)
 	return &bundle{db: db, store: store, handler: srv.Handler(), logs: logs, srv: srv}
 }
@@ -154,7 +156,7 @@ func TestWebhook(t *testing.T) {
 	}
 
 	t.Run("RejectedRequestsClaimNothing", func(t *testing.T) {
-		claims, err := b.store.List(t.Context(), claim.Filter{})
+		claims, err := b.store.SearchClaims(t.Context(), claim.Search{})
 		require.NoError(t, err)
 		require.Len(t, claims, 1, "only evt_1")
 	})

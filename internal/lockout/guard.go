@@ -16,9 +16,10 @@ const DefaultAddressFailures = 20
 const maxNameKey = 64
 
 // DefaultClients is how many client addresses (and names from them) a
-// Guard from NewGuard tracks at once: past that many failing at once, the
-// untracked share one count (see Limiter), so it is sized for a large
-// spread of guessing addresses, at about 100 bytes each.
+// Guard from NewGuard tracks at once, at about 150 bytes each: past that
+// many failing at once, the oldest are forgotten (see Limiter), so a
+// flood from many addresses costs memory only up to this bound and never
+// refuses an address that did not fail itself.
 const DefaultClients = 1 << 14
 
 // Guard limits failed sign-ins per client address and, for a name, per
@@ -28,7 +29,9 @@ const DefaultClients = 1 << 14
 // exactly as one that does not (so the answers do not tell them apart).
 //
 // A distributed guesser is bounded by each of its addresses' limits; IPv6
-// addresses count by their /64, which one client usually holds whole.
+// addresses count by their /64, which one client usually holds whole. An
+// address with no failures of its own, a right credential from it is
+// always checked, however many other addresses are failing.
 type Guard struct {
 	// Addresses counts failures per client address; its Failures should
 	// be DefaultAddressFailures (NewGuard sets it).

@@ -1,6 +1,7 @@
 package lockout_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -63,4 +64,42 @@ func TestGuardCountsPerClient(t *testing.T) {
 	g.Succeed("a", "bob")
 	require.Positive(t, g.Wait("a", "bob"), "a success does not clear the address's count")
 	require.Zero(t, g.Wait("b", ""))
+}
+
+// TestGuardGroupsIPv6By64: the addresses of one /64 share a count (one
+// client holds the prefix whole and could walk it), another /64 has its
+// own.
+func TestGuardGroupsIPv6By64(t *testing.T) {
+	t.Parallel()
+	g := lockout.NewGuard(nil)
+	client := func(remote string) string {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		return g.Client(r)
+	}
+	for i := range lockout.DefaultAddressFailures {
+		g.Fail(client(fmt.Sprintf("[2001:db8:1:2::%x]:4000", i+1)), "")
+	}
+	require.Positive(t, g.Wait(client("[2001:db8:1:2:ffff:ffff:ffff:ffff]:4000"), ""), "another address of the same /64")
+	require.Zero(t, g.Wait(client("[2001:db8:1:3::1]:4000"), ""), "the next /64")
+}
+
+// TestGuardFloodFromManyAddresses: more failing addresses than the guard
+// holds, each past its limit, never refuse an address that did not fail,
+// for a name or for a token; the newest failing addresses stay refused.
+func TestGuardFloodFromManyAddresses(t *testing.T) {
+	t.Parallel()
+	g := &lockout.Guard{
+		Addresses: lockout.Limiter{Failures: lockout.DefaultAddressFailures, Names: 64},
+		Names:     lockout.Limiter{Names: 64},
+	}
+	for i := range 200 {
+		addr := fmt.Sprintf("127.0.%d.%d", i/250, i%250+1)
+		for j := range lockout.DefaultAddressFailures {
+			g.Fail(addr, fmt.Sprintf("name-%d", j%4))
+		}
+	}
+	require.Zero(t, g.Wait("127.9.9.9", ""), "a token from a fresh address")
+	require.Zero(t, g.Wait("127.9.9.9", "admin"), "a password from a fresh address")
+	require.Positive(t, g.Wait("127.0.0.200", ""), "the newest flooder stays refused")
 }

@@ -4,6 +4,7 @@ package lockout
 
 import (
 	"cmp"
+	"container/list"
 	"sync"
 	"time"
 )
@@ -14,11 +15,12 @@ import (
 // use. A Limiter must not be copied after first use.
 //
 // Memory is bounded by Names: a client can send any number of made-up
-// names, so past that many tracked at once (and none of them expired), a
-// name not tracked is counted under one shared entry. A flood of made-up
-// names then locks out made-up names, and the names already tracked keep
-// their own counts. Callers that know which names exist can bound it
-// further by passing one key for every unknown name.
+// names, so past that many tracked at once, the entry whose window started
+// first is dropped to make room. A name is refused only for failures of
+// its own: a name the table does not hold (never failed, or dropped) may
+// always try. A flood of made-up names therefore costs the flooder the
+// counts of its oldest names, never anyone else a try; the names it floods
+// stay bounded by their own limit for as long as they are held.
 type Limiter struct {
 	// Failures is how many failed attempts a name may make within Window
 	// before its tries are refused. Zero means 5.
@@ -31,12 +33,16 @@ type Limiter struct {
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 
-	mu       sync.Mutex
-	names    map[string]*entry
-	overflow entry
+	mu    sync.Mutex
+	names map[string]*list.Element
+	// order holds the entries by the start of their window, oldest first:
+	// a new or restarted window goes to the back, so the front is the one
+	// to drop when the table is full.
+	order list.List
 }
 
 type entry struct {
+	name     string
 	start    time.Time // the first failure of the window
 	failures int
 }
@@ -47,8 +53,12 @@ func (l *Limiter) Wait(name string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	e := l.lookup(name)
-	if e == nil || l.expired(e, now) || e.failures < cmp.Or(l.Failures, 5) {
+	el, ok := l.names[name]
+	if !ok {
+		return 0
+	}
+	e := el.Value.(*entry)
+	if l.expired(e, now) || e.failures < cmp.Or(l.Failures, 5) {
 		return 0
 	}
 	return e.start.Add(l.window()).Sub(now)
@@ -60,12 +70,14 @@ func (l *Limiter) Fail(name string) (locked bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	e := l.lookup(name)
-	if e == nil {
-		e = l.track(name, now)
+	el, ok := l.names[name]
+	if !ok {
+		el = l.track(name, now)
 	}
+	e := el.Value.(*entry)
 	if l.expired(e, now) {
-		*e = entry{start: now}
+		e.start, e.failures = now, 0
+		l.order.MoveToBack(el)
 	}
 	e.failures++
 	return e.failures == cmp.Or(l.Failures, 5)
@@ -75,40 +87,32 @@ func (l *Limiter) Fail(name string) (locked bool) {
 func (l *Limiter) Succeed(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.names, name)
+	if el, ok := l.names[name]; ok {
+		l.order.Remove(el)
+		delete(l.names, name)
+	}
 }
 
-// lookup returns name's entry: its own, or the shared one when the table
-// is full and name is not in it; nil when name has none.
-func (l *Limiter) lookup(name string) *entry {
-	if e, ok := l.names[name]; ok {
-		return e
-	}
-	if len(l.names) >= l.capacity() && l.overflow.failures > 0 {
-		return &l.overflow
-	}
-	return nil
+// Len returns how many names the limiter holds.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.names)
 }
 
-// track gives name an entry of its own, dropping expired entries first
-// when the table is full, or returns the shared one when it stays full.
-func (l *Limiter) track(name string, now time.Time) *entry {
+// track gives name an entry of its own at the back, dropping expired
+// entries and then the oldest ones to stay within Names.
+func (l *Limiter) track(name string, now time.Time) *list.Element {
 	if l.names == nil {
-		l.names = map[string]*entry{}
+		l.names = map[string]*list.Element{}
 	}
-	if len(l.names) >= l.capacity() {
-		for n, e := range l.names {
-			if l.expired(e, now) {
-				delete(l.names, n)
-			}
-		}
+	for front := l.order.Front(); front != nil && (len(l.names) >= l.capacity() || l.expired(front.Value.(*entry), now)); front = l.order.Front() {
+		l.order.Remove(front)
+		delete(l.names, front.Value.(*entry).name)
 	}
-	if len(l.names) >= l.capacity() {
-		return &l.overflow
-	}
-	e := &entry{start: now}
-	l.names[name] = e
-	return e
+	el := l.order.PushBack(&entry{name: name, start: now})
+	l.names[name] = el
+	return el
 }
 
 func (l *Limiter) expired(e *entry, now time.Time) bool { return !now.Before(e.start.Add(l.window())) }

@@ -53,24 +53,53 @@ func TestSuccessForgets(t *testing.T) {
 	require.Zero(t, l.Wait("admin"))
 }
 
-// TestManyNamesStayBounded: ten thousand made-up names, five failures
-// each, never lock out a name tracked before them; past the table's size
-// they share one entry, which they lock for one another; once expired,
-// entries make room again.
-func TestManyNamesStayBounded(t *testing.T) {
+// TestFloodNeverLocksOutAnUntrackedName: ten thousand made-up names, five
+// failures each, past a table of eight: the table stays at eight, the
+// oldest entries go first, and a name with no failures of its own (never
+// tried, or dropped) is never refused. Before, past the table's size every
+// untracked name shared one entry, which the flood locked for everyone.
+func TestFloodNeverLocksOutAnUntrackedName(t *testing.T) {
 	t.Parallel()
-	l, c := setup()
-	l.Fail("admin")
+	l, _ := setup()
 	for i := range 10000 {
 		for range 5 {
 			l.Fail(fmt.Sprintf("made-up-%d", i))
 		}
+		require.LessOrEqual(t, l.Len(), 8)
 	}
-	require.Zero(t, l.Wait("admin"), "the tracked name keeps its own count")
-	require.Positive(t, l.Wait("made-up-9999"), "the untracked share one entry, which they locked")
-	require.Positive(t, l.Wait("never-tried"), "while the table is full, an untracked name shares that entry")
+	require.Zero(t, l.Wait("never-tried"), "a name with no failures of its own may try")
+	require.Zero(t, l.Wait("made-up-0"), "the oldest entries were dropped")
+	require.Positive(t, l.Wait("made-up-9999"), "the newest keep their own counts")
+	require.Positive(t, l.Wait("made-up-9992"))
+	require.Zero(t, l.Wait("made-up-9991"), "the ninth newest was dropped")
+}
+
+// TestEvictionDropsTheOldestWindow: when the table is full, the entry whose
+// window started first goes, not one that failed recently; a name whose
+// window restarted after expiring counts as new; expired entries go
+// before live ones.
+func TestEvictionDropsTheOldestWindow(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	l := &lockout.Limiter{Now: c.now, Names: 3, Failures: 2}
+	l.Fail("a")
+	c.t = c.t.Add(time.Second)
+	l.Fail("b")
+	l.Fail("b")
+	c.t = c.t.Add(time.Second)
+	l.Fail("c")
+	l.Fail("a") // a's second failure does not make it newer: its window started first
+	require.Positive(t, l.Wait("a"))
+	l.Fail("d")
+	require.Zero(t, l.Wait("a"), "a, the oldest window, was dropped")
+	require.Positive(t, l.Wait("b"), "b kept its count")
+	require.Equal(t, 3, l.Len())
+
+	// b's window ends and restarts: it is now the newest, c the oldest.
 	c.t = c.t.Add(time.Minute)
-	require.Zero(t, l.Wait("never-tried"))
-	l.Fail("fresh")
-	require.Zero(t, l.Wait("fresh"), "expired entries made room: one failure is its own")
+	l.Fail("b")
+	l.Fail("b")
+	l.Fail("e")
+	require.Positive(t, l.Wait("b"), "b's restarted window is the newest")
+	require.Equal(t, 2, l.Len(), "the expired entries (c, d) went before any live one")
 }

@@ -32,13 +32,6 @@ func New(perSecond int, summary string) *Budget {
 	return &Budget{perSecond: perSecond, summary: summary}
 }
 
-// SetPerSecond changes the budget (tests).
-func (l *Budget) SetPerSecond(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.perSecond = n
-}
-
 // Allow reports whether a line about result, at now, may be written. The
 // first call in a new second first logs how many lines the earlier one
 // left unwritten.

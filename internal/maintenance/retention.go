@@ -73,7 +73,8 @@ func (r *Retainer) Work(ctx context.Context, _ *river.Job[RetentionArgs]) error 
 	start := time.Now()
 	res, err := r.store.Prune(ctx, r.policy)
 	r.metrics.add(res)
-	attrs := []slog.Attr{slog.Int("deleted", res.Deleted), slog.Int("payloads_cleared", res.PayloadsCleared)}
+	attrs := []slog.Attr{slog.Int("deleted", res.Deleted), slog.Int("payloads_cleared", res.PayloadsCleared),
+		slog.Int("reconcile_runs_deleted", res.RunsDeleted)}
 	if r.audit != nil && err == nil {
 		var audited int
 		audited, err = r.audit(ctx)

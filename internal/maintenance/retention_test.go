@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/maintenance"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -55,17 +57,17 @@ func TestRetainerRunsAsPeriodicJob(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	ctx := t.Context()
-	_, err := db.Pool.Exec(ctx, `
-INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at)
-SELECT 'stripe', 'evt_old_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '3 hours' FROM generate_series(1, 25) i
-UNION ALL
-SELECT 'stripe', 'evt_mid_' || i, 'invoice.paid', 'ignored', '{}'::bytea, now() - interval '90 minutes' FROM generate_series(1, 4) i
-UNION ALL
-SELECT 'stripe', 'evt_young', 'invoice.paid', 'ignored', '{}'::bytea, now()`)
-	require.NoError(t, err)
-	_, err = db.Pool.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, first_seen_at)
-VALUES ('stripe', 'evt_stuck', 'invoice.paid', 'processing', '{}', now() - interval '1 year')`)
-	require.NoError(t, err)
+	ignored := func(id string, terminal *testfactory.When) {
+		testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{EventID: id, Status: claim.Ignored, TerminalAt: terminal})
+	}
+	for i := range 25 {
+		ignored(fmt.Sprintf("evt_old_%d", i+1), testfactory.Ago(3*time.Hour))
+	}
+	for i := range 4 {
+		ignored(fmt.Sprintf("evt_mid_%d", i+1), testfactory.Ago(90*time.Minute))
+	}
+	ignored("evt_young", testfactory.Now())
+	testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{EventID: "evt_stuck", FirstSeenAt: testfactory.Ago(365 * 24 * time.Hour)})
 
 	reg := prometheus.NewRegistry()
 	metrics := maintenance.NewRetentionMetrics(reg)

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
-// Actions takes operator actions, each audited under the actor given.
+// Actions takes operator actions, each audited under the actor and origin
+// of the context it is given (claim.WithActor, claim.WithOrigin; the CLI's
+// come from CLI).
 type Actions struct {
 	// Store reads and reopens claims, and writes every action's audit row
 	// in the action's own transaction.
@@ -52,7 +55,7 @@ type RetryResult struct {
 
 // Retry reopens one claim's failed deliveries (with force, its completed
 // ones too) and queues their jobs, in one transaction with its audit row.
-func (a *Actions) Retry(ctx context.Context, actor, provider, eventID string, force bool) (RetryResult, error) {
+func (a *Actions) Retry(ctx context.Context, provider, eventID string, force bool) (RetryResult, error) {
 	var res RetryResult
 	err := a.Store.Transact(ctx, func(tx *claim.Store) error {
 		n, err := tx.Reopen(ctx, provider, eventID, force)
@@ -60,8 +63,8 @@ func (a *Actions) Retry(ctx context.Context, actor, provider, eventID string, fo
 			return err
 		}
 		res.Deliveries = n
-		return Record(ctx, tx.Tx(), a.Logger, actor, ActionRetry, provider+"/"+eventID,
-			map[string]any{"force": force, "deliveries": n})
+		return Audit(ctx, tx, a.Logger, claim.AuditEntry{Action: ActionRetry, Target: provider + "/" + eventID,
+			Detail: map[string]any{"force": force, "deliveries": n}})
 	})
 	switch {
 	case errors.Is(err, claim.ErrNotFound):
@@ -139,6 +142,30 @@ type BulkResult struct {
 	Reopened   int  `json:"reopened"`
 	Deliveries int  `json:"deliveries"`
 	DryRun     bool `json:"dry_run,omitempty"`
+	// AsOf is the database's time of a dry run's count; a bulk retry
+	// confirmed on the dry run carries it back with Matched (Confirmed).
+	AsOf *time.Time `json:"as_of,omitempty"`
+}
+
+// Confirmed is the dry run a bulk retry was confirmed on: how many claims
+// it counted, and when.
+type Confirmed struct {
+	Matched int
+	AsOf    time.Time
+}
+
+// ChangedError is a bulk retry whose filters match another number of
+// failed claims than the dry run it was confirmed on counted (more failed
+// meanwhile, or some were retried): nothing was reopened. Matched and AsOf
+// are the new count, for a fresh confirmation. The API answers 409.
+type ChangedError struct {
+	Confirmed, Matched int
+	AsOf               time.Time
+}
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("nothing was reopened: the confirmation counted %s, and %d match the filters now; confirm again",
+		Plural(e.Confirmed, "failed claim", "failed claims"), e.Matched)
 }
 
 // BulkRetry reopens every failed claim f matches (f.Status must be failed
@@ -147,17 +174,20 @@ type BulkResult struct {
 // (the filters and the totals): if the row cannot be written, or anything
 // fails on the way, no claim is reopened. It holds the reopened claims'
 // row locks until it commits, which on failed claims only blocks other
-// retries of them. reopened, when not nil, is called for each claim
-// reopened, once the transaction has committed.
-func (a *Actions) BulkRetry(ctx context.Context, actor string, f claim.Search, force, dryRun bool, reopened func(k claim.EventKey, deliveries int)) (BulkResult, error) {
+// retries of them. With confirmed (the dry run it was confirmed on), it
+// reopens only the claims that dry run counted: none, with a
+// *ChangedError, when the filters match another number of failed claims
+// now, and never one that failed after it. reopened, when not nil, is
+// called for each claim reopened, once the transaction has committed.
+func (a *Actions) BulkRetry(ctx context.Context, f claim.Search, force, dryRun bool, confirmed *Confirmed, reopened func(k claim.EventKey, deliveries int)) (BulkResult, error) {
 	if f.Status != "" && f.Status != claim.Failed {
 		return BulkResult{}, &InvalidError{fmt.Sprintf("status %q: only failed claims can be retried in bulk", f.Status)}
 	}
-	f.Status, f.After, f.Limit = claim.Failed, nil, 0
+	f.Status, f.After, f.Limit, f.ChangedUpTo = claim.Failed, nil, 0, time.Time{}
 	res := BulkResult{DryRun: dryRun}
 	if dryRun {
-		var err error
-		res.Matched, err = a.Store.CountClaims(ctx, f)
+		n, asOf, err := a.Store.CountClaimsAsOf(ctx, f)
+		res.Matched, res.AsOf = n, &asOf
 		return res, err // a dry run changes nothing, and is no action to audit
 	}
 	type done struct {
@@ -167,6 +197,17 @@ func (a *Actions) BulkRetry(ctx context.Context, actor string, f claim.Search, f
 	var reopenedClaims []done
 	err := a.Store.Transact(ctx, func(tx *claim.Store) error {
 		reopenedClaims = reopenedClaims[:0]
+		f := f
+		if confirmed != nil {
+			n, asOf, err := tx.CountClaimsAsOf(ctx, f)
+			if err != nil {
+				return err
+			}
+			if n != confirmed.Matched {
+				return &ChangedError{Confirmed: confirmed.Matched, Matched: n, AsOf: asOf}
+			}
+			f.ChangedUpTo = confirmed.AsOf
+		}
 		var err error
 		res.Matched, res.Reopened, res.Deliveries, err = tx.ReopenMatching(ctx, f, force, func(k claim.EventKey, n int) {
 			reopenedClaims = append(reopenedClaims, done{k, n})
@@ -174,9 +215,13 @@ func (a *Actions) BulkRetry(ctx context.Context, actor string, f claim.Search, f
 		if err != nil {
 			return err
 		}
-		return Record(ctx, tx.Tx(), a.Logger, actor, ActionBulkRetry, "claims", map[string]any{"filters": describe(f), "force": force,
-			"matched": res.Matched, "reopened": res.Reopened, "deliveries": res.Deliveries})
+		return Audit(ctx, tx, a.Logger, claim.AuditEntry{Action: ActionBulkRetry, Target: "claims", Detail: map[string]any{
+			"filters": describe(f), "force": force, "matched": res.Matched, "reopened": res.Reopened, "deliveries": res.Deliveries}})
 	})
+	var changed *ChangedError
+	if errors.As(err, &changed) {
+		return BulkResult{}, changed
+	}
 	if err != nil {
 		return BulkResult{}, fmt.Errorf("no claim was reopened: %w", err)
 	}
@@ -223,7 +268,7 @@ func (a *Actions) checkRoute(name string) error {
 
 // PauseRoute pauses a configured route's queue on every worker, in one
 // transaction with its audit row: no row, no pause.
-func (a *Actions) PauseRoute(ctx context.Context, actor, name string) error {
+func (a *Actions) PauseRoute(ctx context.Context, name string) error {
 	if err := a.checkRoute(name); err != nil {
 		return err
 	}
@@ -231,13 +276,13 @@ func (a *Actions) PauseRoute(ctx context.Context, actor, name string) error {
 		if err := tx.PauseRoute(ctx, a.Queues, name); err != nil {
 			return err
 		}
-		return Record(ctx, tx.Tx(), a.Logger, actor, ActionPause, name, nil)
+		return Audit(ctx, tx, a.Logger, claim.AuditEntry{Action: ActionPause, Target: name})
 	})
 }
 
 // ResumeRoute resumes a configured route's queue, in one transaction with
 // its audit row, and reports whether it was paused.
-func (a *Actions) ResumeRoute(ctx context.Context, actor, name string) (wasPaused bool, err error) {
+func (a *Actions) ResumeRoute(ctx context.Context, name string) (wasPaused bool, err error) {
 	if err := a.checkRoute(name); err != nil {
 		return false, err
 	}
@@ -246,36 +291,35 @@ func (a *Actions) ResumeRoute(ctx context.Context, actor, name string) (wasPause
 		if wasPaused, err = tx.ResumeRoute(ctx, a.Queues, name); err != nil {
 			return err
 		}
-		return Record(ctx, tx.Tx(), a.Logger, actor, ActionResume, name, map[string]any{"was_paused": wasPaused})
+		return Audit(ctx, tx, a.Logger, claim.AuditEntry{Action: ActionResume, Target: name, Detail: map[string]any{"was_paused": wasPaused}})
 	})
 	return wasPaused, err
 }
 
 // CloseBreaker closes a configured route's circuit breaker by hand, on
 // every worker (its state is in Postgres), and makes the route's waiting
-// deliveries available at once. It is audited under actor in the same
+// deliveries available at once. It is audited in the same
 // transaction, also when the circuit was already closed; it reports
 // whether it was open or half-open.
-func (a *Actions) CloseBreaker(ctx context.Context, actor, name string) (wasOpen bool, err error) {
+func (a *Actions) CloseBreaker(ctx context.Context, name string) (wasOpen bool, err error) {
 	if err := a.checkRoute(name); err != nil {
 		return false, err
 	}
 	err = a.Store.Transact(ctx, func(tx *claim.Store) error {
-		ch, err := tx.BreakerApply(ctx, name, claim.BreakerClosedByHand, claim.BreakerSettings{}, actor,
-			map[string]any{"was_open": true})
+		ch, err := tx.BreakerApply(ctx, name, claim.BreakerClosedByHand, claim.BreakerSettings{}, map[string]any{"was_open": true})
 		if err != nil {
 			return err
 		}
 		if wasOpen = ch.Action != ""; wasOpen {
 			return nil
 		}
-		return Record(ctx, tx.Tx(), nil, actor, claim.ActionBreakerClose, name, map[string]any{"was_open": false})
+		return tx.Audit(ctx, claim.AuditEntry{Action: claim.ActionBreakerClose, Target: name, Detail: map[string]any{"was_open": false}})
 	})
 	if err != nil {
 		return false, err
 	}
 	if a.Logger != nil {
-		a.Logger.Info("audit", slog.String("actor", actor), slog.String("action", claim.ActionBreakerClose),
+		a.Logger.Info("audit", slog.String("actor", claim.ActorOf(ctx)), slog.String("origin", claim.OriginOf(ctx)), slog.String("action", claim.ActionBreakerClose),
 			slog.String("target", name), slog.Bool("was_open", wasOpen))
 	}
 	return wasOpen, nil

@@ -36,30 +36,18 @@ func (r *Route) Body(ctx context.Context, ev Event, payload []byte, contentType 
 		return payload, contentType, nil
 	}
 	fail := func(format string, args ...any) ([]byte, string, error) {
-		return nil, "", fmt.Errorf("%w: %s: "+format, append([]any{ErrProgram, r.body.key}, args...)...)
+		return nil, "", r.body.fail(format, args...)
 	}
-	doc, err := decode(payload)
-	if err != nil {
-		return fail("the event body %v", err)
-	}
-	var values []any
-	results, size := r.results(ev)
-	err = r.body.run(ctx, doc, len(payload)+size, r.event(ev), results, func(v any) bool {
-		values = append(values, v)
-		return len(values) < 2
-	})
-	var stop *stopped
+	v, n, err := r.one(ctx, r.body, ev, payload)
 	switch {
-	case errors.As(err, &stop):
-		return nil, "", err
 	case err != nil:
-		return nil, "", fmt.Errorf("%w: %w", ErrProgram, err)
-	case len(values) == 0:
+		return nil, "", err
+	case n == 0:
 		return fail("the program yielded no value; it must yield one")
-	case len(values) > 1:
+	case n > 1:
 		return fail("the program yielded more than one value; it must yield one")
 	}
-	out, err := gojq.Marshal(values[0])
+	out, err := gojq.Marshal(v)
 	if err != nil {
 		return fail("the value is not JSON") // gojq's text would quote it
 	}
@@ -89,29 +77,17 @@ func (r *Route) Target(ctx context.Context, ev Event, payload []byte) (string, e
 		return r.URL, nil
 	}
 	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("%w: %s: "+format, append([]any{ErrProgram, r.path.key}, args...)...)
+		return "", r.path.fail(format, args...)
 	}
-	doc, err := decode(payload)
-	if err != nil {
-		return fail("the event body %v", err)
-	}
-	var values []any
-	results, size := r.results(ev)
-	err = r.path.run(ctx, doc, len(payload)+size, r.event(ev), results, func(v any) bool {
-		values = append(values, v)
-		return len(values) < 2
-	})
-	var stop *stopped
+	v, n, err := r.one(ctx, r.path, ev, payload)
 	switch {
-	case errors.As(err, &stop):
-		return "", err
 	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrProgram, err)
-	case len(values) != 1:
-		return fail("the program yielded %d values; it must yield one, a string or a list of strings", len(values))
+		return "", err
+	case n != 1:
+		return fail("the program yielded %d values; it must yield one, a string or a list of strings", n)
 	}
 	var segments []string
-	switch v := values[0].(type) {
+	switch v := v.(type) {
 	case string:
 		segments = []string{v}
 	case []any:
@@ -153,6 +129,38 @@ func (r *Route) Target(ctx context.Context, ev Event, payload []byte) (string, e
 	target := *base
 	target.Path, target.RawPath = unescaped, escaped
 	return target.String(), nil
+}
+
+// one runs p, a program of r that must yield one value, over payload, and
+// returns its value and how many it yielded (counting stops at two). A
+// payload that is not JSON, or a failed program, is an error wrapping
+// ErrProgram; an evaluation cut short by ctx returns ctx's error instead.
+func (r *Route) one(ctx context.Context, p *program, ev Event, payload []byte) (any, int, error) {
+	doc, err := decode(payload)
+	if err != nil {
+		return nil, 0, p.fail("the event body %v", err)
+	}
+	var values []any
+	results, size := r.results(ev)
+	err = p.run(ctx, doc, len(payload)+size, r.event(ev), results, func(v any) bool {
+		values = append(values, v)
+		return len(values) < 2
+	})
+	var stop *stopped
+	switch {
+	case errors.As(err, &stop):
+		return nil, 0, err
+	case err != nil:
+		return nil, 0, fmt.Errorf("%w: %w", ErrProgram, err)
+	case len(values) == 0:
+		return nil, 0, nil
+	}
+	return values[0], len(values), nil
+}
+
+// fail is a failure of p: it wraps ErrProgram and names p's key.
+func (p *program) fail(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: "+format, append([]any{ErrProgram, p.key}, args...)...)
 }
 
 // jqType names a value's jq type, for errors that must not quote it.

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/riverqueue/river/rivertype"
 	"github.com/riverqueue/rivercontrib/otelriver"
@@ -53,6 +55,21 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("flushing traces: %w", err)
 	}
 	return nil
+}
+
+// FlushGrace bounds how long Flush waits for the spans to be exported.
+const FlushGrace = 5 * time.Second
+
+// Flush exports the spans still buffered, for FlushGrace at most, even once
+// ctx has ended: the binaries flush on their way out, after a signal ended
+// their context. A failure is logged, there being no one left to return it
+// to.
+func (t *Tracing) Flush(ctx context.Context, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushGrace)
+	defer cancel()
+	if err := t.Shutdown(fctx); err != nil {
+		logger.Warn("traces not flushed", slog.String("error", err.Error()))
+	}
 }
 
 // RiverMiddleware returns River's own OpenTelemetry middleware (a

@@ -33,6 +33,7 @@ import (
 	"github.com/hookgate/hookgate/internal/ingest"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/telemetry"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -87,12 +88,14 @@ routes:
 	logger := slog.New(slog.DiscardHandler)
 	db := dbtest.NewDB(t)
 	jobMeta = func(eventID string) string {
-		var meta string
-		if err := db.Pool.QueryRow(context.Background(), `SELECT metadata::text FROM river_job WHERE args ->> 'event_id' = $1`,
-			eventID).Scan(&meta); err != nil {
+		jobs, err := testfactory.ListJobs(context.Background(), db.Pool, testfactory.JobWhere{Delivery: claim.Key{Provider: "sw", EventID: eventID}})
+		if err != nil {
 			return "reading the job: " + err.Error()
 		}
-		return meta
+		if len(jobs) != 1 {
+			return fmt.Sprintf("%d jobs of %s", len(jobs), eventID)
+		}
+		return string(jobs[0].Metadata)
 	}
 
 	// Ingest, as cmd/ingest wires it.
@@ -212,7 +215,7 @@ routes:
 
 	// A job enqueued by an older ingest, which kept the provider's
 	// tracestate in its metadata: the attempt does not forward it either.
-	_, err = claim.NewStore(db.Pool, jobs, cfg.MaxAttempts).Claim(ctx, claim.Event{Provider: "sw", ID: "evt_old_job",
+	_, err = testfactory.ClaimEvent(ctx, claim.NewStore(db.Pool, jobs, cfg.MaxAttempts), claim.Event{Provider: "sw", ID: "evt_old_job",
 		Type: "order.paid", Payload: body, JobMetadata: []byte(`{"traceparent":"00-` + providerTrace.String() + `-` +
 			providerSpan.String() + `-01","tracestate":"vendor=provider-secret-state"}`)}, []string{"ship"}, false)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
@@ -117,16 +118,13 @@ func OpenURL(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpoo
 
 // newPool makes c's pool without connecting.
 func newPool(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(c.URL)
+	cfg, err := poolConfig(c.URL, c.Key)
 	if err != nil {
-		// pgx's message would quote the URL; it may hold a password.
-		return nil, fmt.Errorf("%s is not a valid PostgreSQL URL or connection string", c.Key)
+		return nil, err
 	}
 	if !strings.Contains(c.URL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
-	followPrimary(cfg, c.URL)
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -145,6 +143,42 @@ func ping(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("connecting to the database at %s: %w", hosts(&pool.Config().ConnConfig.Config), err)
 	}
 	return nil
+}
+
+// poolConfig parses a database URL (DATABASE_URL's form, or a cell's,
+// which key names in messages) into a pool configuration that keeps to the
+// host accepting writes (followPrimary) and names its sessions hookgate
+// unless the URL names them.
+func poolConfig(url, key string) (*pgxpool.Config, error) {
+	if url == "" {
+		return nil, fmt.Errorf("%s is not set", key)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message would quote the URL; it may hold a password.
+		return nil, fmt.Errorf("%s is not a valid PostgreSQL URL or connection string", key)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
+	followPrimary(cfg, url)
+	return cfg, nil
+}
+
+// OpenReadPool opens the pool the operator API and the console read
+// through on the database at url (DATABASE_URL's form; one per database),
+// sized and bounded by rp (claim.ReadPool). Its sessions are named as the
+// worker's with " reads" after, so that pg_stat_activity tells them
+// apart. pool_max_conns in url sizes the worker's pool, not this one.
+func OpenReadPool(url string, rp config.ReadPool) (*claim.ReadPool, error) {
+	cfg, err := poolConfig(url, "DATABASE_URL")
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] += " reads"
+	return claim.OpenReadPool(cfg, claim.ReadLimits{
+		MaxConns:         int32(rp.MaxConns),
+		StatementTimeout: rp.StatementTimeout.D(),
+		WaitTimeout:      rp.WaitTimeout.D(),
+	})
 }
 
 // Migrate is the `migrate` subcommand of both binaries: it needs only the
@@ -232,11 +266,19 @@ func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Red
 	for _, t := range cfg.Console.Tokens {
 		values = append(values, env.Getenv(t.TokenEnv))
 	}
+	for _, p := range cfg.Providers {
+		if r := p.Reconcile; r != nil {
+			values = append(values, env.Getenv(r.APIKeyEnv), env.Getenv(r.TokenEnv))
+		}
+	}
 	// Secret files as they are at start; the binary that reads one fails
 	// its start on a file it cannot read.
 	var paths []string
 	for _, p := range cfg.Providers {
 		paths = append(paths, p.SecretsFile...)
+		if r := p.Reconcile; r != nil {
+			paths = append(paths, r.APIKeyFile, r.TokenFile, r.PrivateKeyFile)
+		}
 	}
 	for _, r := range cfg.Routes {
 		paths = append(paths, r.SigningSecretFile)

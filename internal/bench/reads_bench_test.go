@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/dbtest"
+)
+
+// beforeCap is the statement timeout of the baseline's reads: past it a
+// read of the previous plan is reported as over it.
+const beforeCap = 30 * time.Second
+
+// beforeRuns is how many times the baseline runs each read: more than the
+// five after which Postgres weighs a prepared statement's generic plan,
+// as the console's statements are prepared and run again and again.
+const beforeRuns = 7
+
+// BenchmarkConsoleReads measures the reads of the stats, the overview and
+// the claims list over BENCH_READS_CLAIMS claims (default 1,000,000) with
+// sequential ids (evt_day_1, evt_day_2, ...: ids that share most of their
+// trigrams), seeded as BenchmarkDay seeds its day (seedDay: a day of
+// completed claims, each with a delivery and an attempt), the newest 0.2 %
+// then processing. Each read runs BENCH_READS_REQUESTS times (default 10)
+// through a claim.Store over the read pool, as the worker's console reads
+// now (migration 21's index, the server's default costs), and reports its
+// median. Then, in the same run, the baseline: migration 19's trigram index
+// on the bare column restored and each read run beforeRuns times, as the
+// worker's pool read them before (random_page_cost 1.1,
+// claim.PrepareWorkerSession), with a statement timeout of beforeCap, and
+// its median reported (over beforeCap when one read timed out). A lookup
+// of one claim by its key is the plain indexed read beside them. Run it
+// with -benchtime 1x.
+func BenchmarkConsoleReads(b *testing.B) {
+	ctx := context.Background()
+	total := envInt("BENCH_READS_CLAIMS", 1_000_000)
+	k := envInt("BENCH_READS_REQUESTS", 10)
+	db := dbtest.NewDB(b)
+	seeded := seedDay(b, db.Pool, dayShape{rate: float64(total) / 86400, span: 24 * time.Hour}, 0)
+	for _, q := range []string{
+		fmt.Sprintf(`UPDATE webhook_event_claims SET status = 'processing', completed_at = NULL
+WHERE event_id IN (SELECT event_id FROM webhook_event_claims ORDER BY first_seen_at DESC LIMIT %d)`, total/500),
+		`UPDATE webhook_deliveries d SET status = 'processing', completed_at = NULL
+FROM webhook_event_claims c WHERE c.provider = d.provider AND c.event_id = d.event_id AND c.status = 'processing'`,
+		`VACUUM ANALYZE webhook_event_claims, webhook_deliveries`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fmt.Fprintf(os.Stdout, "\nconsole reads: %d claims with sequential ids seeded in %s\n", total, seeded.Round(time.Second))
+
+	now := readStore(b, db.URL, time.Minute, nil)
+	since := time.Now().Add(-24 * time.Hour)
+	reads := []struct {
+		name string
+		read func(*claim.Store) error
+	}{
+		{"one claim by key (plain indexed read)", func(s *claim.Store) error {
+			_, _, err := s.Get(ctx, "stripe", fmt.Sprintf("evt_day_%d", total/2))
+			return err
+		}},
+		{"stats, 24h (GET /api/v1/stats)", func(s *claim.Store) error { _, err := s.Stats(ctx, 24*time.Hour); return err }},
+		{"overview: status counts + activity, 24h", func(s *claim.Store) error {
+			if _, err := s.StatusCounts(ctx, since); err != nil {
+				return err
+			}
+			_, err := s.RouteActivity(ctx, since, time.Hour, 24)
+			return err
+		}},
+		{"claims, event_id=*5*, limit 500", func(s *claim.Store) error { return page(ctx, s, claim.Search{EventIDContains: "5", Limit: 500}) }},
+		{"claims, event_id=*y_12345*, limit 50", func(s *claim.Store) error {
+			return page(ctx, s, claim.Search{EventIDContains: "y_12345", Limit: 50})
+		}},
+		{"claims, newest 50", func(s *claim.Store) error { return page(ctx, s, claim.Search{}) }},
+	}
+	if err := reads[0].read(now); err != nil { // opens its connections
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	nowMedians := make([]time.Duration, len(reads))
+	for i, r := range reads {
+		nowMedians[i] = median(b, r.name, k, func() error { return r.read(now) })
+		if nowMedians[i] < 0 {
+			b.Fatalf("%s ran past its statement timeout", r.name)
+		}
+	}
+	b.StopTimer()
+
+	if _, err := db.Pool.Exec(ctx, `CREATE INDEX webhook_event_claims_event_id_trgm_idx ON webhook_event_claims USING gin (event_id gin_trgm_ops)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `ANALYZE webhook_event_claims`); err != nil {
+		b.Fatal(err)
+	}
+	before := readStore(b, db.URL, beforeCap, claim.PrepareWorkerSession)
+	fmt.Fprintf(os.Stdout, "\n%d claims, sequential ids; median of %d reads now, of %d before (migration 19's index, the worker's pool)\n", total, k, beforeRuns)
+	fmt.Fprintf(os.Stdout, "%-42s %12s %12s %10s %14s\n", "read", "now ms", "before ms", "before/now", "now/plain read")
+	if err := reads[0].read(before); err != nil { // opens its connections
+		b.Fatal(err)
+	}
+	for i, r := range reads {
+		prev := median(b, r.name+" (before)", beforeRuns, func() error { return r.read(before) })
+		shown := fmt.Sprintf("%.1f", ms(prev))
+		if prev < 0 {
+			shown = fmt.Sprintf("> %.0f", ms(beforeCap))
+			prev = beforeCap
+		}
+		fmt.Fprintf(os.Stdout, "%-42s %12.2f %12s %10.1f %14.1f\n", r.name, ms(nowMedians[i]), shown,
+			float64(prev)/float64(nowMedians[i]), float64(nowMedians[i])/float64(nowMedians[0]))
+	}
+	b.ReportMetric(ms(nowMedians[1]), "stats_ms")
+}
+
+// readStore returns a store over a read pool of the database at url, with
+// statement timeout timeout, its sessions readied by prepare when not nil.
+func readStore(b *testing.B, url string, timeout time.Duration, prepare func(context.Context, *pgx.Conn) error) *claim.Store {
+	b.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.AfterConnect = prepare
+	p, err := claim.OpenReadPool(cfg, claim.ReadLimits{MaxConns: 2, StatementTimeout: timeout, WaitTimeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	return claim.NewStore(p, nil, nil)
+}
+
+// page reads one page of the claims list as the console does: the claims
+// f matches, then their deliveries.
+func page(ctx context.Context, s *claim.Store, f claim.Search) error {
+	cs, err := s.SearchClaims(ctx, f)
+	if err != nil {
+		return err
+	}
+	keys := make([]claim.EventKey, len(cs))
+	for i, c := range cs {
+		keys[i] = claim.EventKey{Provider: c.Provider, EventID: c.EventID}
+	}
+	_, err = s.DeliveriesOf(ctx, keys)
+	return err
+}
+
+// median runs read n times and returns the median duration; -1 when a
+// read ran past its statement timeout.
+func median(b *testing.B, name string, n int, read func() error) time.Duration {
+	b.Helper()
+	ds := durations(b, name, n, read)
+	if ds == nil {
+		return -1
+	}
+	return ds[len(ds)/2]
+}
+
+// durations runs read n times and returns its durations, shortest first;
+// nil when a read ran past its statement timeout.
+func durations(b *testing.B, name string, n int, read func() error) []time.Duration {
+	b.Helper()
+	var ds []time.Duration
+	for range n {
+		t0 := time.Now()
+		err := read()
+		if errors.Is(err, claim.ErrReadTimeout) {
+			return nil
+		}
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return ds
+}
