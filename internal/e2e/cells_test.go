@@ -69,7 +69,7 @@ func TestCellsTwo(t *testing.T) {
 			}
 		}
 		// A cell's figures carry its name; a route's are in its cell only.
-		metrics := get(t, w.url+"/metrics")
+		metrics := getBody(t, w.url+"/metrics")
 		for _, want := range []string{
 			`hookgate_claims_processing{cell="c0"} 0`,
 			`hookgate_claims_processing{cell="c1"} 0`,
@@ -154,8 +154,8 @@ AND attempted_at < now() - interval '5 seconds'`) == 1
 	require.False(t, w0.exited())
 }
 
-// get returns the body of a GET of url.
-func get(t *testing.T, url string) string {
+// getBody returns the body of a GET of url.
+func getBody(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)
