@@ -11,11 +11,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/ingest"
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
@@ -35,8 +39,8 @@ const insertNotifyCooldown = time.Millisecond
 // SIGTERM before the server closes their connections.
 const shutdownGrace = 30 * time.Second
 
-// run wires config → pool → insert-only River client → claim store and its
-// group commit → HTTP server, serves until ctx ends, then drains in reverse order.
+// run wires config → a pool per cell → each cell's insert-only River
+// client, claim store and group commit → HTTP server, serves until ctx ends, then drains in reverse order.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
 	var common cli.Common
@@ -57,33 +61,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer boot.Pool.Close()
-	cfg, secrets, logger, pool := boot.Config, boot.Secrets, boot.Logger, boot.Pool
+	defer boot.Close()
+	cfg, secrets, logger := boot.Config, boot.Secrets, boot.Logger
 	cfg.Ingest.Listen = cmp.Or(common.Listen, cfg.Ingest.Listen)
 
-	// Insert-only: never started, no workers, so ingest links no worker code.
-	jobs, err := claim.NewInsertClient(pool, logger, insertNotifyCooldown)
+	// A pool, an insert-only River client (never started, no workers, so
+	// ingest links no worker code) and a store per cell.
+	cells, err := cell.New(cfg, boot.Cells, func(p cell.Pool) (*river.Client[pgx.Tx], error) {
+		return claim.NewInsertClient(p.Pool, logger, insertNotifyCooldown)
+	}, boot.Routes.MaxAttempts)
 	if err != nil {
 		return err
 	}
-	store := claim.NewStore(pool, jobs, boot.Routes.MaxAttempts)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	batchSize := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "hookgate", Name: "ingest_claim_batch_size",
-		Help:    "Events claimed per shared claim transaction (group commit).",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
-	})
-	claims := ingest.NewGroup(store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D(),
-		Observe: func(n int) { batchSize.Observe(float64(n)) }})
-	reg.MustRegister(batchSize, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "hookgate", Name: "ingest_claims_waiting",
-		Help: "Verified events waiting for a claim transaction to take them.",
-	}, func() float64 { return float64(claims.Waiting()) }))
-	srv, err := ingest.New(cfg, boot.Routes, secrets, claims, cli.Writable{Pool: pool}, logger, reg)
+	claims, ready := claimGroups(cfg, cells, reg)
+	srv, err := ingest.New(cfg, boot.Routes, secrets, claims, ready[0].DB, logger, reg)
 	if err != nil {
 		return err
+	}
+	if len(cfg.Cells) > 0 {
+		srv.WithCells(ready)
 	}
 	srv.WithRedactor(boot.Redactor)
 	tracing, err := telemetry.New(ctx, env.Getenv, "hookgate-ingest")
@@ -104,7 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("ingest listening", slog.String("addr", ln.Addr().String()), slog.Int("providers", len(cfg.Providers)), slog.Int("routes", len(cfg.Routes)))
+	logger.Info("ingest listening", slog.String("addr", ln.Addr().String()), slog.Int("providers", len(cfg.Providers)),
+		slog.Int("routes", len(cfg.Routes)), slog.Int("cells", len(cells.All())))
 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -124,4 +124,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("ingest stopped")
 	return nil
+}
+
+// claimGroups returns the claimer of every provider, a group commit per
+// cell (each batch is one transaction in one cell), and each cell's
+// readiness check, in configuration order.
+func claimGroups(cfg *config.Config, cells *cell.Set, reg *prometheus.Registry) (ingest.ByProvider, []ingest.CellPinger) {
+	batchSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "hookgate", Name: "ingest_claim_batch_size",
+		Help:    "Events claimed per shared claim transaction (group commit).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
+	byCell := map[string]*ingest.Group{}
+	var ready []ingest.CellPinger
+	for _, c := range cells.All() {
+		byCell[c.Name] = ingest.NewGroup(c.Store, ingest.GroupOptions{Timeout: cfg.Ingest.ClaimTimeout.D(),
+			Observe: func(n int) { batchSize.Observe(float64(n)) }})
+		ready = append(ready, ingest.CellPinger{Name: c.Name, DB: cli.Writable{Pool: c.Pool}})
+	}
+	claims := ingest.ByProvider{}
+	for _, p := range cfg.Providers {
+		claims[p.Name] = byCell[cfg.ProviderCell(p.Name)]
+	}
+	reg.MustRegister(batchSize, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hookgate", Name: "ingest_claims_waiting",
+		Help: "Verified events waiting for a claim transaction to take them.",
+	}, func() float64 {
+		n := 0
+		for _, g := range byCell {
+			n += g.Waiting()
+		}
+		return float64(n)
+	}))
+	return claims, ready
 }

@@ -57,13 +57,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // openStore connects for a claims command: config, pool, and a store whose
-// jobs are inserted by an insert-only River client. The caller closes the pool.
+// jobs are inserted by an insert-only River client. The caller closes the
+// pool. With cells, it is the first cell's, for now.
 func openStore(ctx context.Context, common cli.Common, env cli.Env) (*config.Config, *claim.Store, *pgxpool.Pool, error) {
 	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pool, err := cli.OpenPool(ctx, env)
+	pool, err := cli.OpenFirstCell(ctx, cfg, env)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -9,9 +9,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/secretfile"
@@ -100,13 +103,20 @@ func runReconcile(ctx context.Context, common cli.Common, env cli.Env, o reconci
 	if err != nil {
 		return err
 	}
-	defer boot.Pool.Close()
-	jobs, err := claim.NewInsertClient(boot.Pool, nil, 0)
+	defer boot.Close()
+	// Each provider's events are claimed in its cell.
+	cells, err := cell.New(boot.Config, boot.Cells, func(p cell.Pool) (*river.Client[pgx.Tx], error) {
+		return claim.NewInsertClient(p.Pool, nil, 0)
+	}, boot.Routes.MaxAttempts)
 	if err != nil {
 		return err
 	}
-	store := claim.NewStore(boot.Pool, jobs, boot.Routes.MaxAttempts)
-	r, err := newReconciler(boot, env.Getenv, func(string) reconcile.Store { return store }, nil)
+	r, err := newReconciler(boot, env.Getenv, func(provider string) reconcile.Store {
+		if c, ok := cells.ForProvider(provider); ok {
+			return c.Store
+		}
+		return cells.First().Store
+	}, nil)
 	if err != nil {
 		return err
 	}

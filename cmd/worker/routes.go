@@ -41,12 +41,18 @@ type routesDB struct {
 	pool   *pgxpool.Pool
 }
 
-func openRoutes(ctx context.Context, common cli.Common, env cli.Env) (*routesDB, error) {
+// openRoutes connects to the cell of route (its provider's), where its
+// pause and breaker live, or to the first cell when route is "".
+func openRoutes(ctx context.Context, common cli.Common, env cli.Env, route string) (*routesDB, error) {
 	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := cli.OpenPool(ctx, env)
+	cell := cfg.CellList()[0].Name
+	if _, ok := cfg.Route(route); ok {
+		cell = cfg.RouteCell(route)
+	}
+	pool, err := cli.OpenCell(ctx, cfg, cell, env)
 	if err != nil {
 		return nil, err
 	}
@@ -96,18 +102,17 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %q (usage: %s)", rest[0], use)
 	}
-	db, err := openRoutes(ctx, common, env)
+	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return err
 	}
-	defer db.pool.Close()
-	states, err := db.store.RouteStates(ctx, db.queues, routeNames(db.cfg))
+	states, err := routeStates(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
 	views := make([]routeView, len(states))
 	for i, st := range states {
-		r := db.cfg.Routes[i]
+		r := cfg.Routes[i]
 		views[i] = routeView{RouteState: st, Concurrency: r.Concurrency, Backlog: st.QueuedJobs(),
 			RetryStatuses: append([]int{}, r.RetryStatuses...), BreakerOn: r.Breaker.On()}
 		if r.Rate != nil {
@@ -124,7 +129,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		if v.Paused {
 			state = "paused since " + stamp(v.PausedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, db.cfg.Routes[i].Breaker.On()),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", v.Route, state, breakerCell(v.Breaker, cfg.Routes[i].Breaker.On()),
 			rateCell(v.Rate), v.Concurrency, v.Processing, v.Waiting, v.Failed, v.Backlog, heldCell(v.Held, v.HeldUntil), v.Retryable, v.Running, v.Queue,
 			statusList(v.RetryStatuses))
 	}
@@ -132,7 +137,7 @@ func (c *routesListCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	for i, v := range views {
-		if story := breakerStory(v.Breaker); story != "" && db.cfg.Routes[i].Breaker.On() {
+		if story := breakerStory(v.Breaker); story != "" && cfg.Routes[i].Breaker.On() {
 			fmt.Fprintf(env.Stdout, "circuit of route %s: %s\n", v.Route, story)
 		}
 	}
@@ -183,7 +188,7 @@ func (c *routesPauseCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("routes %s takes one route NAME (usage: %s)", verb, use)
 	}
 	name := rest[0]
-	db, err := openRoutes(ctx, common, env)
+	db, err := openRoutes(ctx, common, env, name)
 	if err != nil {
 		return err
 	}

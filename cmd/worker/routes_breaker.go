@@ -28,7 +28,7 @@ func (c *routesCloseBreakerCommand) Run(ctx context.Context, args []string) erro
 		return fmt.Errorf("routes close-breaker takes one route NAME (usage: %s)", use)
 	}
 	name := rest[0]
-	db, err := openRoutes(ctx, common, env)
+	db, err := openRoutes(ctx, common, env, name)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
@@ -24,7 +25,7 @@ import (
 	"github.com/hookgate/hookgate/internal/telemetry"
 )
 
-const usage = `worker [--config FILE] [--listen ADDR]
+const usage = `worker [--config FILE] [--listen ADDR] [--cells NAME,...]
        worker migrate [--config FILE]
        ` + claimsUsage + `
        ` + routesUsage + `
@@ -58,17 +59,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var common cli.Common
 	fs := cli.NewFlagSet("worker", usage, env, &common)
 	fs.StringVar(&common.Listen, "listen", "", "ops listen address (overrides worker.listen)")
+	var cellsFlag string
+	fs.StringVar(&cellsFlag, "cells", "", "serve only these cells, comma separated (default: every cell)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return serve(ctx, common, env)
+		return serve(ctx, common, cellsFlag, env)
 	}
 	command, rest := fs.Arg(0), fs.Args()[1:]
 	switch command {
 	case "migrate", "claims", "routes", "reconcile":
 		if common.Listen != "" {
 			return fmt.Errorf("--listen applies only when serving, not to %s (usage: %s)", command, usage)
+		}
+		if cellsFlag != "" {
+			return fmt.Errorf("--cells applies only when serving, not to %s (usage: %s)", command, usage)
 		}
 	}
 	switch command {
@@ -97,19 +103,24 @@ func sessionCost(ctx context.Context, pool *pgxpool.Pool) string {
 	return cost
 }
 
-// serve wires config → pool → delivery worker → River client → ops server,
-// works jobs until ctx ends, then stops in reverse order: River first (soft,
-// then hard), the ops server, the pool.
-func serve(ctx context.Context, common cli.Common, env cli.Env) error {
+// serve wires config → a pool per served cell → each cell's delivery
+// worker and River client → ops server, works jobs until ctx ends, then
+// stops in reverse order: River first (soft, then hard), the ops server,
+// the pools.
+func serve(ctx context.Context, common cli.Common, cellsFlag string, env cli.Env) error {
 	// The worker's sessions plan River's completions by primary key
 	// (claim.PrepareWorkerSession).
 	boot, err := cli.Boot(ctx, common, env, cli.AfterConnect(claim.PrepareWorkerSession))
 	if err != nil {
 		return err
 	}
-	defer boot.Pool.Close()
-	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
+	defer boot.Close()
+	cfg, logger := boot.Config, boot.Logger
 	cfg.Worker.Listen = cmp.Or(common.Listen, cfg.Worker.Listen)
+	pools, err := servedCells(boot.Cells, cellsFlag)
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -119,49 +130,42 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 		return err
 	}
 	defer tracing.Flush(ctx, logger)
-	delivery, err := deliver.NewWorker(deliver.Options{
-		Config:         cfg,
-		SigningSecrets: boot.Secrets.Route,
-		SecretHeaders:  boot.Secrets.Headers,
-		Routes:         boot.Routes,
-		Redactor:       boot.Redactor,
-		DB:             pool,
-		Logger:         logger,
-		Metrics:        deliver.NewMetrics(reg, routes),
-		Tracing:        tracing,
-	})
+	// Each cell's River client needs the reconciliation's worker first: the
+	// reconciler reaches a provider's cell's store through cells once it is
+	// set, before River starts.
+	var cells *cell.Set
+	reconciler, err := newReconciler(boot, env.Getenv, func(provider string) reconcile.Store {
+		if c, ok := cells.ForProvider(provider); ok {
+			return c.Store
+		}
+		return cells.First().Store
+	}, reg)
 	if err != nil {
 		return err
 	}
-	defer delivery.Close() // after River has stopped, below
-	// The store is made with the River client, which needs the
-	// reconciliation's worker first: the reconciler reaches it through
-	// storeOf once it is set, before River starts.
-	var store *claim.Store
-	reconciler, err := newReconciler(boot, env.Getenv, func(string) reconcile.Store { return store }, reg)
-	if err != nil {
+	parts := &cellParts{boot: boot, metrics: deliver.NewMetrics(reg, routes), reg: reg, tracing: tracing, reconciler: reconciler}
+	defer parts.close() // after River has stopped, below
+	if cells, err = cell.New(cfg, pools, parts.jobs, boot.Routes.MaxAttempts); err != nil {
 		return err
 	}
-	client, err := newJobClient(boot, delivery, reconciler, reg, tracing)
-	if err != nil {
-		return err
+	for _, c := range cells.All() {
+		cellRoutes := routes
+		if len(cfg.Cells) > 0 {
+			cellRoutes = cells.Routes(c.Name, routes)
+		}
+		stopPauseLog, err := parts.startCell(ctx, c, cellRoutes)
+		if err != nil {
+			return err
+		}
+		defer stopPauseLog()
 	}
-	stopPauseLog := logPauses(client, cfg, logger)
-	defer stopPauseLog()
-	store = claim.NewStore(pool, client, boot.Routes.MaxAttempts)
-	if err := moveToRouteQueues(ctx, store, cfg, logger); err != nil {
-		return err
-	}
-	reg.MustRegister(deliver.NewBacklogCollector(store.Backlog, routes, dbCheckTimeout, logger),
-		deliver.NewBreakerCollector(store.Breakers, routes, dbCheckTimeout, logger),
-		deliver.NewHeldCollector(store.RouteHeld, routes, dbCheckTimeout, logger),
-		deliver.NewQueueCollector(claim.OldestDueDelivery(client), dbCheckTimeout, logger))
 
 	// The console's and the API's reads go through a pool of their own
 	// (claim.ReadPool), closed after the ops server.
 	var reads *claim.ReadPool
 	if cfg.Console.Enabled() {
-		if reads, err = cli.OpenReadPool(env.Getenv("DATABASE_URL"), cfg.Console.ReadPool); err != nil {
+		// The first cell's URL: DATABASE_URL without cells:.
+		if reads, err = cli.OpenReadPool(cells.First().Pool.Config().ConnString(), cfg.Console.ReadPool); err != nil {
 			return err
 		}
 		defer reads.Close()
@@ -169,11 +173,11 @@ func serve(ctx context.Context, common cli.Common, env cli.Env) error {
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, store, reads, client, consoleReconciler{r: reconciler, store: store})
+	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, store: cells.First().Store})
 	if err != nil {
 		return err
 	}
-	return work(ctx, boot, o, store, client, stopUI)
+	return work(ctx, boot, o, cells, stopUI)
 }
 
 // stopRiver lets in-flight attempts finish for up to timeout, then cancels

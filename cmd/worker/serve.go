@@ -15,6 +15,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
@@ -28,10 +29,12 @@ import (
 // client that works the jobs, the ops server's handlers, and the loop that
 // serves until the worker stops.
 
-// newJobClient returns the River client that works delivery, reconcile
-// and retention jobs for boot's configuration.
-func newJobClient(boot *cli.Server, delivery *deliver.Worker, reconciler *reconcile.Reconciler, reg *prometheus.Registry, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
-	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
+// newJobClient returns the River client that works cell c's delivery,
+// reconcile and retention jobs for boot's configuration: the cell's leader
+// runs its jobs' reconciler, retention and its providers' reconciliation,
+// over the cell's pool.
+func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, reconciler *reconcile.Reconciler, reg prometheus.Registerer, logger *slog.Logger, tracing *telemetry.Tracing) (*river.Client[pgx.Tx], error) {
+	cfg, pool := boot.Config, c.Pool
 	jobsReconciler := maintenance.NewReconciler(pool, boot.Routes.MaxAttempts, cfg.Worker.ReconcileInterval.D(),
 		min(time.Minute, cfg.Worker.RescueAfter.D()), logger)
 	// A retention run stops well before River could take it for stuck;
@@ -52,13 +55,14 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reconciler *reconc
 	return claim.NewWorkClient(pool, &river.Config{
 		Logger:               logger,
 		Workers:              workers,
-		Queues:               deliver.Queues(cfg),
+		Queues:               cellQueues(cfg, c.Name),
 		JobTimeout:           deliver.JobTimeout(cfg),
 		RescueStuckJobsAfter: cfg.Worker.RescueAfter.D(),
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
-		PeriodicJobs:         append([]*river.PeriodicJob{jobsReconciler.PeriodicJob(), retainer.PeriodicJob()}, reconciler.PeriodicJobs()...),
-		Middleware:           tracing.RiverMiddleware(),
+		PeriodicJobs: append([]*river.PeriodicJob{jobsReconciler.PeriodicJob(), retainer.PeriodicJob()},
+			reconciler.PeriodicJobsFor(func(provider string) bool { return cfg.ProviderCell(provider) == c.Name })...),
+		Middleware: tracing.RiverMiddleware(),
 
 		CompletedJobRetentionPeriod: jobRetention.Completed,
 		CancelledJobRetentionPeriod: jobRetention.Cancelled,
@@ -69,11 +73,18 @@ func newJobClient(boot *cli.Server, delivery *deliver.Worker, reconciler *reconc
 // newOps returns the ops server's handlers: metrics and health, the River
 // UI when HOOKGATE_UI_PASSWORD is set (its background services live until
 // uiCtx ends), and the console when the configuration enables it, reading
-// through reads and acting through store.
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, store *claim.Store, reads *claim.ReadPool,
-	client *river.Client[pgx.Tx], reconciler console.Reconciler) (*ops, error) {
-	cfg, logger, pool := boot.Config, boot.Logger, boot.Pool
-	o := &ops{db: cli.Writable{Pool: pool}, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
+// through reads and acting through the first cell's store: the River UI
+// and the console read the first cell the worker serves, for now.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set, reads *claim.ReadPool,
+	reconciler console.Reconciler) (*ops, error) {
+	cfg, logger := boot.Config, boot.Logger
+	first := cells.First()
+	store, client, pool := first.Store, first.Jobs, first.Pool
+	var ready anyCell
+	for _, c := range cells.All() {
+		ready = append(ready, cli.Writable{Pool: c.Pool})
+	}
+	o := &ops{db: ready, reg: reg, logger: logger, guard: lockout.NewGuard(cfg.Worker.Proxies()), audit: store}
 	if password := env.Getenv("HOOKGATE_UI_PASSWORD"); password != "" {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(client, nil),
@@ -112,10 +123,11 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 	return o, nil
 }
 
-// work serves the ops endpoints and works jobs until ctx ends or the ops
-// server fails, then stops River (see stopRiver), the River UI (stopUI)
-// and the ops server, in that order.
-func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, client *river.Client[pgx.Tx], stopUI func()) error {
+// work serves the ops endpoints and works every cell's jobs until ctx
+// ends or the ops server fails, then stops River (see stopRiver, every
+// cell's client at once), the River UI (stopUI) and the ops server, in
+// that order.
+func work(ctx context.Context, boot *cli.Server, o *ops, cells *cell.Set, stopUI func()) error {
 	cfg, logger := boot.Config, boot.Logger
 	ln, err := net.Listen("tcp", cfg.Worker.Listen)
 	if err != nil {
@@ -132,14 +144,18 @@ func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, cli
 
 	// River stops when told to below, not when ctx ends, so that in-flight
 	// attempts get worker.shutdown_timeout to finish.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	starter := newCellStarter(logger)
+	if err := starter.start(context.WithoutCancel(ctx), cells); err != nil {
 		_ = hs.Close()
-		return fmt.Errorf("starting job client: %w", err)
+		return err
 	}
+	first := cells.First()
 	logger.Info("worker running", slog.String("ops_addr", ln.Addr().String()),
 		slog.Int("concurrency", cfg.Worker.Concurrency), slog.Int("routes", len(cfg.Routes)),
-		slog.String("random_page_cost", sessionCost(ctx, boot.Pool)))
-	logPausedRoutes(ctx, store, client, cfg, logger)
+		slog.Int("cells", len(cells.All())), slog.String("random_page_cost", sessionCost(ctx, first.Pool)))
+	for _, c := range cells.All() {
+		logPausedRoutes(ctx, c.Store, c.Jobs, cfg, logger)
+	}
 
 	var serveErr error
 	select {
@@ -149,7 +165,7 @@ func work(ctx context.Context, boot *cli.Server, o *ops, store *claim.Store, cli
 		logger.Error("ops server stopped; stopping the worker", slog.String("error", err.Error()))
 	}
 
-	stopRiver(ctx, client, cfg.Worker.ShutdownTimeout.D(), logger)
+	starter.stop(ctx, cfg.Worker.ShutdownTimeout.D())
 	stopUI()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsGrace)
 	defer cancel()

@@ -28,6 +28,9 @@ type Config struct {
 	Routes    []Route    `yaml:"routes"`
 	// Console configures the operator API and web console; off when empty.
 	Console Console `yaml:"console"`
+	// Cells lists the Postgres databases the providers are spread over, in
+	// order; empty means one cell, DefaultCell, at DATABASE_URL. See CellList.
+	Cells []Cell `yaml:"cells"`
 }
 
 // Ingest configures the webhook endpoint.

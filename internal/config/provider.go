@@ -75,6 +75,9 @@ type Provider struct {
 	// shop. A request without it is refused with 400. Changing it changes
 	// the delivery keys of the provider's events.
 	ScopeFrom string `yaml:"scope_from"`
+	// Cell names the cell that holds this provider's events (see
+	// Config.Cells). Default: the first cell.
+	Cell string `yaml:"cell"`
 
 	// NotificationURL is the URL Square signs in front of the body (square only).
 	NotificationURL string `yaml:"notification_url"`

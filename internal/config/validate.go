@@ -40,6 +40,7 @@ func (c *Config) Validate() error {
 	c.validateConcurrency(&v)
 	c.validateAfter(&v)
 	v.console(c.Console)
+	c.validateCells(&v)
 	return v.err()
 }
 

@@ -285,6 +285,9 @@ func (s *Server) handleHealthz(c echo.Context) error {
 // handleReadyz answers 503 while the database does not answer, so a load
 // balancer can route around an ingest that could only say 503 anyway.
 func (s *Server) handleReadyz(c echo.Context) error {
+	if s.cells != nil {
+		return s.readyzCells(c)
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {

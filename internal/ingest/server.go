@@ -62,10 +62,12 @@ type Server struct {
 	table     *route.Table
 	claims    Claimer
 	db        Pinger
-	logger    *slog.Logger
-	metrics   *metrics
-	now       func() time.Time
-	echo      *echo.Echo
+	// cells, when set (WithCells), are what /readyz checks instead of db.
+	cells   []CellPinger
+	logger  *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+	echo    *echo.Echo
 	// inFlight holds one token per webhook request being read or claimed.
 	inFlight chan struct{}
 	tracer   tracer

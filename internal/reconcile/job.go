@@ -69,8 +69,17 @@ func isRunError(err error) bool {
 // PeriodicJobs returns one periodic job per provider that reconciles, each
 // every its reconcile.every, and once at start.
 func (r *Reconciler) PeriodicJobs() []*river.PeriodicJob {
+	return r.PeriodicJobsFor(func(string) bool { return true })
+}
+
+// PeriodicJobsFor is PeriodicJobs for the providers keep accepts: with
+// cells, those of the cell whose River client schedules them.
+func (r *Reconciler) PeriodicJobsFor(keep func(provider string) bool) []*river.PeriodicJob {
 	var jobs []*river.PeriodicJob
 	for _, name := range r.Providers() {
+		if !keep(name) {
+			continue
+		}
 		every := r.provider(name).Reconcile.Every.D()
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(every),
 			func() (river.JobArgs, *river.InsertOpts) {

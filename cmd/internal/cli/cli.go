@@ -20,7 +20,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/migrate"
 	"github.com/hookgate/hookgate/internal/route"
 	"github.com/hookgate/hookgate/internal/sanitize"
 	"github.com/hookgate/hookgate/internal/secretfile"
@@ -97,11 +96,33 @@ func AfterConnect(f func(context.Context, *pgx.Conn) error) PoolOption {
 // accepts writes (see followPrimary).
 func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, error) {
 	url := env.Getenv("DATABASE_URL")
-	cfg, err := poolConfig(url)
+	if url == "" {
+		return nil, errors.New("DATABASE_URL is not set")
+	}
+	return OpenURL(ctx, config.CellURL{Name: config.DefaultCell, URL: url, Key: "DATABASE_URL"}, opts...)
+}
+
+// OpenURL connects to one cell's database, as OpenPool does to
+// DATABASE_URL; messages name c.Key, never the URL.
+func OpenURL(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, c, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(url, "pool_max_conns") {
+	if err := ping(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// newPool makes c's pool without connecting.
+func newPool(ctx context.Context, c config.CellURL, opts ...PoolOption) (*pgxpool.Pool, error) {
+	cfg, err := poolConfig(c.URL, c.Key)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(c.URL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	for _, o := range opts {
@@ -111,26 +132,31 @@ func OpenPool(ctx context.Context, env Env, opts ...PoolOption) (*pgxpool.Pool, 
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the database: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database at %s: %w", hosts(&cfg.ConnConfig.Config), err)
-	}
 	return pool, nil
 }
 
-// poolConfig parses the database URL (DATABASE_URL's form) into a pool
-// configuration that keeps to the host accepting writes (followPrimary)
-// and names its sessions hookgate unless the URL names them.
-func poolConfig(url string) (*pgxpool.Config, error) {
+// ping checks that pool's server answers, naming its hosts if not.
+func ping(ctx context.Context, pool *pgxpool.Pool) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		return fmt.Errorf("connecting to the database at %s: %w", hosts(&pool.Config().ConnConfig.Config), err)
+	}
+	return nil
+}
+
+// poolConfig parses a database URL (DATABASE_URL's form, or a cell's,
+// which key names in messages) into a pool configuration that keeps to the
+// host accepting writes (followPrimary) and names its sessions hookgate
+// unless the URL names them.
+func poolConfig(url, key string) (*pgxpool.Config, error) {
 	if url == "" {
-		return nil, errors.New("DATABASE_URL is not set")
+		return nil, fmt.Errorf("%s is not set", key)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's message would quote the URL; it may hold a password.
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL or connection string")
+		return nil, fmt.Errorf("%s is not a valid PostgreSQL URL or connection string", key)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
 	followPrimary(cfg, url)
@@ -143,7 +169,7 @@ func poolConfig(url string) (*pgxpool.Config, error) {
 // worker's with " reads" after, so that pg_stat_activity tells them
 // apart. pool_max_conns in url sizes the worker's pool, not this one.
 func OpenReadPool(url string, rp config.ReadPool) (*claim.ReadPool, error) {
-	cfg, err := poolConfig(url)
+	cfg, err := poolConfig(url, "DATABASE_URL")
 	if err != nil {
 		return nil, err
 	}
@@ -155,24 +181,24 @@ func OpenReadPool(url string, rp config.ReadPool) (*claim.ReadPool, error) {
 	})
 }
 
-// Migrate is the `migrate` subcommand of both binaries: it needs only
-// DATABASE_URL, and reports what it applied on env.Stdout. c holds the
-// flags given before the subcommand.
+// Migrate is the `migrate` subcommand of both binaries: it needs only the
+// config file's cells (DATABASE_URL without them), migrates every cell in
+// turn, each under its own lock, and reports what it applied on
+// env.Stdout. c holds the flags given before the subcommand.
 func Migrate(ctx context.Context, name string, c Common, args []string, env Env) error {
 	fs := NewFlagSet(name+" migrate", name+" migrate [--config FILE]", env, &c)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := OpenPool(ctx, env)
+	cells, err := migrateCells(c, env)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	res, err := migrate.Up(ctx, pool, Logger(env))
-	if err != nil {
-		return err
+	for _, cell := range cells {
+		if err := migrateCell(ctx, cell, len(cells) > 1, env); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(env.Stdout, res)
 	return nil
 }
 
@@ -187,7 +213,11 @@ type Server struct {
 	// already redacts them.
 	Redactor *sanitize.Redactor
 	Logger   *slog.Logger
-	Pool     *pgxpool.Pool
+	// Pool is the first cell's pool (Cells[0].Pool): where the console,
+	// its users and the operator commands read for now.
+	Pool *pgxpool.Pool
+	// Cells are every cell's pool, in configuration order.
+	Cells []CellPool
 }
 
 // Boot loads the config and the secrets it names, compiles the routes, and
@@ -207,19 +237,27 @@ func Boot(ctx context.Context, c Common, env Env, opts ...PoolOption) (*Server, 
 	if err != nil {
 		return nil, err
 	}
-	pool, err := OpenPool(ctx, env, opts...)
+	cells, err := cfg.ResolveCells(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	red := Redactor(cfg, secrets, env)
 	logger := slog.New(red.Handler(Logger(env).Handler()))
-	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger, Pool: pool}, nil
+	pools, err := openCells(ctx, cells, logger, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Cells) > 0 && env.Getenv("DATABASE_URL") != "" {
+		logger.Info("DATABASE_URL is set and ignored: the config file lists cells, each with its own database")
+	}
+	return &Server{Config: cfg, Secrets: secrets, Routes: routes, Redactor: red, Logger: logger,
+		Pool: pools[0].Pool, Cells: pools}, nil
 }
 
 // Redactor returns a redactor of every secret value the binaries read:
 // those the config names (the console's passwords and tokens included, and
 // secret files as they are at start), HOOKGATE_UI_PASSWORD, and the
-// password in DATABASE_URL.
+// password in DATABASE_URL and in every cell's URL.
 func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Redactor {
 	values := append(secrets.Values(), env.Getenv("HOOKGATE_UI_PASSWORD"))
 	for _, u := range cfg.Console.Users {
@@ -256,9 +294,17 @@ func Redactor(cfg *config.Config, secrets config.Secrets, env Env) *sanitize.Red
 			values = append(values, string(b))
 		}
 	}
-	if u, err := url.Parse(env.Getenv("DATABASE_URL")); err == nil && u.User != nil {
-		if pass, ok := u.User.Password(); ok {
-			values = append(values, pass)
+	urls := []string{env.Getenv("DATABASE_URL")}
+	if cells, err := cfg.ResolveCells(env.Getenv); err == nil {
+		for _, c := range cells {
+			urls = append(urls, c.URL)
+		}
+	}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if pass, ok := u.User.Password(); ok {
+				values = append(values, pass)
+			}
 		}
 	}
 	return sanitize.NewRedactor(values...)
