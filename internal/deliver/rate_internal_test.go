@@ -2,6 +2,8 @@ package deliver
 
 import (
 	"log/slog"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +38,10 @@ func TestRateLineIsFirstComeFirstServed(t *testing.T) {
 	var order []int
 	var at []time.Time
 	var wg sync.WaitGroup
+	// The test holds the line's turn while the jobs line up, and lets the
+	// next one ask only once the last is waiting for its turn (parked in
+	// admit's select), so that the order they asked in is known.
+	p.turn <- struct{}{}
 	for i := range jobs {
 		wg.Add(1)
 		go func() {
@@ -50,10 +56,26 @@ func TestRateLineIsFirstComeFirstServed(t *testing.T) {
 			mu.Unlock()
 		}()
 		// The next job asks once this one is in line.
-		require.Eventually(t, func() bool { return p.waiting.Load()+p.served.Load() == int64(i+1) }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return waitingForTurn() == i+1 }, 5*time.Second, time.Millisecond)
 	}
+	<-p.turn
 	wg.Wait()
 	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, order, "let through in the order they asked")
 	require.GreaterOrEqual(t, at[jobs-1].Sub(at[0]), time.Duration(jobs-1)*100*time.Millisecond-20*time.Millisecond,
 		"one token per 100 ms")
+}
+
+// waitingForTurn counts the goroutines parked in admit's own select,
+// waiting for the line's turn (not those holding it, which wait in token).
+func waitingForTurn() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) > 1 && strings.Contains(lines[0], "[select") && strings.Contains(lines[1], ".(*rates).admit(") {
+			n++
+		}
+	}
+	return n
 }
