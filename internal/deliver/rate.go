@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -16,9 +17,10 @@ import (
 )
 
 // maxRouteHold bounds how long a downstream's Retry-After holds its whole
-// route: an hour. A longer answer still delays the 429'd delivery's own
-// retry as asked (up to its route's backoff.max, see retryDelay), but the
-// route's other deliveries are tried again after an hour.
+// route: an hour, and never longer than the route's backoff.max, which
+// bounds the 429'd delivery's own retry too (see retryDelay): the route
+// is held as long as that delivery waits, so a Retry-After is honoured
+// "capped by backoff.max" for the route as for the delivery.
 const maxRouteHold = time.Hour
 
 // rateStore is the part of the claim store the rates use: the routes'
@@ -46,9 +48,10 @@ type rateStore interface {
 // the variation of the network's latency.
 type rates struct {
 	store   rateStore
-	paced   map[string]*pace // routes with a rate
-	routes  []string         // every configured route, for the holds
-	wait    time.Duration    // longest wait in line before a snooze
+	paced   map[string]*pace         // routes with a rate
+	routes  []string                 // every configured route, for the holds
+	holdMax map[string]time.Duration // longest Retry-After hold, by route
+	wait    time.Duration            // longest wait in line before a snooze
 	timeout time.Duration
 	logger  *slog.Logger
 	metrics *Metrics
@@ -102,9 +105,10 @@ func rateWait(cfg *config.Config) time.Duration { return callWait(cfg) / 2 }
 
 func newRates(db claim.DB, cfg *config.Config, routes *route.Table, logger *slog.Logger, metrics *Metrics, timeout time.Duration) *rates {
 	r := &rates{store: claim.NewStore(db, nil, nil), paced: map[string]*pace{}, wait: rateWait(cfg), timeout: timeout,
-		logger: logger, metrics: metrics, now: time.Now, holds: map[string]time.Time{}}
+		logger: logger, metrics: metrics, now: time.Now, holds: map[string]time.Time{}, holdMax: map[string]time.Duration{}}
 	for _, rt := range routes.Routes() {
 		r.routes = append(r.routes, rt.Name)
+		r.holdMax[rt.Name] = min(rt.Backoff.Max.D(), maxRouteHold)
 		if rt.Rate != nil {
 			r.paced[rt.Name] = &pace{set: rateSettings(*rt.Rate), lease: rateLease(*rt.Rate), turn: make(chan struct{}, 1)}
 		}
@@ -227,7 +231,7 @@ func (r *rates) record(ctx context.Context, route string, o callResult) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
-	d := min(o.retryAfter, maxRouteHold)
+	d := min(o.retryAfter, cmp.Or(r.holdMax[route], maxRouteHold))
 	if _, err := r.store.RateHold(ctx, route, d); err != nil {
 		r.logger.Warn("could not hold the route for its Retry-After", slog.String("route", route), slog.String("error", err.Error()))
 		return

@@ -12,11 +12,13 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 )
 
 // TestRetryAfterHoldsTheRouteAnHourAtMost: a 429 asking for a day holds
-// the whole route for an hour (maxRouteHold), on the route's rate row; the
+// the whole route for an hour (maxRouteHold, on a route whose backoff.max
+// is longer), on the route's rate row; the
 // 429'd run counts as a failed attempt, and another delivery of the route
 // is then snoozed with no request sent and no attempt spent.
 func TestRetryAfterHoldsTheRouteAnHourAtMost(t *testing.T) {
@@ -30,6 +32,9 @@ func TestRetryAfterHoldsTheRouteAnHourAtMost(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	b.cfg.Routes[0].URL = api.URL
+	// A hold is never longer than the route's backoff.max either (the
+	// 429'd delivery's own retry is capped so); here that is longer.
+	b.cfg.Routes[0].Backoff.Max = config.Duration(3 * time.Hour)
 	b.claimed(t, "evt_429", "ship")
 	b.claimed(t, "evt_held", "ship")
 

@@ -214,8 +214,8 @@ func TestRoutePause(t *testing.T) {
 
 	out, code = s.run("routes", "list")
 	require.Zero(t, code, out)
-	require.Regexp(t, `(?m)^held\s+paused since \S+\s+closed\s+8\s+20\s+0\s+0\s+20\s+0\s+0\s+route-held\s+-$`, out)
-	require.Regexp(t, `(?m)^live\s+active\s+closed\s+8\s+0\s+0\s+0\s+0\s+0\s+0\s+route-live\s+-$`, out)
+	require.Regexp(t, `(?m)^held\s+paused since \S+\s+closed\s+-\s+8\s+20\s+0\s+0\s+20\s+0\s+0\s+0\s+route-held\s+-$`, out)
+	require.Regexp(t, `(?m)^live\s+active\s+closed\s+-\s+8\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+route-live\s+-$`, out)
 
 	out, code = s.run("routes", "resume", "held")
 	require.Zero(t, code, out)

@@ -128,7 +128,11 @@ func TestRatePacesWorkers(t *testing.T) {
 // sent once, as attempt 1.
 func TestRateRetryAfterHoldsEveryReplica(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []route{pacedRoute("{limit: 10, per: 1s}", "")})
+	// backoff.max above the Retry-After, which caps a route's hold as it
+	// caps the delivery's retry.
+	r := pacedRoute("{limit: 10, per: 1s}", "")
+	r.max = 10 * time.Second
+	s := newStack(t, []route{r})
 	var n atomic.Int32
 	var mu sync.Mutex
 	var at429 time.Time
@@ -262,7 +266,7 @@ func TestRateWithBreaker(t *testing.T) {
 // the route; then every delivery is sent, the held ones as attempt 1.
 func TestRetryAfterHoldsAnUnpacedRoute(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []route{{name: "paced", events: []string{"order.paid"}, concurrency: 1}})
+	s := newStack(t, []route{{name: "paced", events: []string{"order.paid"}, concurrency: 1, max: 10 * time.Second}})
 	var n atomic.Int32
 	var mu sync.Mutex
 	var at429 time.Time
