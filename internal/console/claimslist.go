@@ -228,5 +228,5 @@ func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p prin
 	if p.Operator() && (f.Status == "" || f.Status == claim.Failed) {
 		d.BulkRetry = "/console/claims/retry?" + filterQuery(q).Encode()
 	}
-	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
+	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d, Unavailable: s.unavailable(r)})
 }
