@@ -242,3 +242,61 @@ func TestCellsStats(t *testing.T) {
 	require.Contains(t, html, "mail")
 	require.Contains(t, html, "ship")
 }
+
+// TestCellsOneDown: with us unreachable, every read answers 200 with eu's
+// claims, routes, stats and audit, naming us in unavailable_cells (the
+// pages under a banner); a claim of us's is a 503 naming the cell. With
+// one cell, no answer carries the key.
+func TestCellsOneDown(t *testing.T) {
+	t.Parallel()
+	e := newCellsEnv(t, true)
+	for i := 1; i <= 3; i++ {
+		failedClaim(t, e.env, testfactory.ClaimOpts{EventID: fmt.Sprintf("evt_%d", i)})
+	}
+	var a cellsListAnswer
+	status, body := e.call(t, ciBot, http.MethodGet, "/api/v1/claims", nil, &a)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, []string{"us"}, a.Unavailable)
+	require.ElementsMatch(t, []string{"evt_1", "evt_2", "evt_3"}, a.ids())
+	for _, path := range []string{"/api/v1/stats", "/api/v1/routes", "/api/v1/audit", "/api/v1/claims?event_id=*2*"} {
+		var answer struct {
+			Unavailable []string `json:"unavailable_cells"`
+		}
+		status, body := e.call(t, ciBot, http.MethodGet, path, nil, &answer)
+		require.Equal(t, http.StatusOK, status, "%s: %s", path, body)
+		require.Equal(t, []string{"us"}, answer.Unavailable, path)
+	}
+	var routes struct {
+		Routes []struct {
+			Route string `json:"route"`
+		} `json:"routes"`
+	}
+	e.call(t, ciBot, http.MethodGet, "/api/v1/routes", nil, &routes)
+	require.Len(t, routes.Routes, 1)
+	require.Equal(t, "ship", routes.Routes[0].Route, "eu's route shown, us's left out")
+
+	status, body = e.call(t, ciBot, http.MethodGet, "/api/v1/claims/github/evt_9", nil, nil)
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Contains(t, body, "cell us cannot be read")
+	require.NotContains(t, body, "127.0.0.1", "no connection detail")
+
+	page := browser(t, e.env)
+	page.signIn(t, "bob", secrets["T_BOB"])
+	for _, path := range []string{"/console/", "/console/claims", "/console/routes", "/console/audit"} {
+		resp, html := page.do(t, http.MethodGet, path, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, html)
+		require.Contains(t, html, `id="unavailable-cells"`, path)
+		require.Contains(t, html, "<strong>us</strong>", path)
+	}
+	_, html := page.do(t, http.MethodGet, "/console/claims", nil)
+	require.Contains(t, html, "evt_2", "eu's claims are shown")
+	require.Contains(t, e.logs.String(), "console: cell unavailable")
+
+	one := newEnv(t, nil)
+	failedClaim(t, one, testfactory.ClaimOpts{EventID: "evt_1"})
+	for _, path := range []string{"/api/v1/claims", "/api/v1/stats", "/api/v1/routes", "/api/v1/audit"} {
+		status, body := one.call(t, ciBot, http.MethodGet, path, nil, nil)
+		require.Equal(t, http.StatusOK, status, body)
+		require.NotContains(t, body, "unavailable_cells", path)
+	}
+}
