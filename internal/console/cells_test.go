@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -299,4 +300,131 @@ func TestCellsOneDown(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, body)
 		require.NotContains(t, body, "unavailable_cells", path)
 	}
+}
+
+// auditIn returns db's audit rows of action: their targets and details.
+func auditIn(t *testing.T, db *dbtest.DB, action string) []map[string]any {
+	t.Helper()
+	rows, err := db.Pool.Query(t.Context(), `SELECT target, detail FROM audit_log WHERE action = $1 ORDER BY id`, action)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []map[string]any
+	for rows.Next() {
+		var target string
+		var detail map[string]any
+		require.NoError(t, rows.Scan(&target, &detail))
+		detail["target"] = target
+		out = append(out, detail)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func failedIn(t *testing.T, db *dbtest.DB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_event_claims WHERE status = 'failed'`).Scan(&n))
+	return n
+}
+
+// TestCellsActions: a bulk retry across cells counts both cells' matches
+// in its dry run, refuses (409, nothing reopened in either) when they
+// changed since, and reopens each cell's own, audited in each with its
+// own figures; a claim's retry and a route's pause reach their provider's
+// cell and are audited there; the audit lists both cells' rows, newest
+// first.
+func TestCellsActions(t *testing.T) {
+	t.Parallel()
+	e := newCellsEnv(t, false)
+	ctx := t.Context()
+	failed := func(db *dbtest.DB, provider, route, id string) {
+		testfactory.Claim(ctx, t, db.Pool, &testfactory.ClaimOpts{Provider: provider, EventID: id, Status: claim.Failed,
+			Deliveries: map[string]*testfactory.DeliveryOpts{route: {Status: claim.DeliveryFailed}}})
+	}
+	for i := range 2 {
+		failed(e.eu, "stripe", "ship", fmt.Sprintf("evt_eu_%d", i))
+	}
+	for i := range 3 {
+		failed(e.us, "github", "mail", fmt.Sprintf("evt_us_%d", i))
+	}
+	var dry bulkAnswer
+	status, body := e.call(t, alice, http.MethodPost, "/api/v1/retry", map[string]any{"dry_run": true}, &dry)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, 5, dry.Matched)
+
+	// One more failed in us since the dry run: nothing reopened anywhere.
+	failed(e.us, "github", "mail", "evt_us_late")
+	var changed bulkAnswer
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/retry",
+		map[string]any{"dry_run": false, "matched": dry.Matched, "as_of": dry.AsOf}, nil)
+	require.Equal(t, http.StatusConflict, status, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &changed))
+	require.Equal(t, 6, changed.Matched)
+	require.Equal(t, 2, failedIn(t, e.eu))
+	require.Equal(t, 4, failedIn(t, e.us))
+	require.Empty(t, auditIn(t, e.eu, "bulk_retry"))
+	require.Empty(t, auditIn(t, e.us, "bulk_retry"))
+
+	var done bulkAnswer
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/retry",
+		map[string]any{"dry_run": false, "matched": changed.Matched, "as_of": changed.AsOf}, &done)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, 6, done.Matched)
+	require.Equal(t, 6, done.Reopened)
+	require.Zero(t, failedIn(t, e.eu))
+	require.Zero(t, failedIn(t, e.us))
+	euRows, usRows := auditIn(t, e.eu, "bulk_retry"), auditIn(t, e.us, "bulk_retry")
+	require.Len(t, euRows, 1)
+	require.Len(t, usRows, 1)
+	require.EqualValues(t, 2, euRows[0]["reopened"])
+	require.EqualValues(t, 4, usRows[0]["reopened"])
+
+	// A claim's retry and a route's pause, in us, audited in us.
+	failed(e.us, "github", "mail", "evt_us_again")
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/claims/github/evt_us_again/retry", map[string]any{}, nil)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/routes/mail/pause", nil, nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Len(t, auditIn(t, e.us, "retry"), 1)
+	require.Len(t, auditIn(t, e.us, "pause"), 1)
+	require.Empty(t, auditIn(t, e.eu, "retry"))
+	require.Empty(t, auditIn(t, e.eu, "pause"))
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/routes/ship/pause", nil, nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Len(t, auditIn(t, e.eu, "pause"), 1)
+	var routes struct {
+		Routes []struct {
+			Route  string `json:"route"`
+			Paused bool   `json:"paused"`
+		} `json:"routes"`
+	}
+	e.call(t, ciBot, http.MethodGet, "/api/v1/routes", nil, &routes)
+	require.Len(t, routes.Routes, 2)
+	for _, r := range routes.Routes {
+		require.True(t, r.Paused, r.Route)
+	}
+
+	// The audit: both cells' rows, newest first, paged across them.
+	var audit struct {
+		Audit []struct {
+			Action string    `json:"action"`
+			Target string    `json:"target"`
+			At     time.Time `json:"at"`
+		} `json:"audit"`
+		Next string `json:"next_cursor"`
+	}
+	var seen []string
+	path := "/api/v1/audit?limit=2"
+	for {
+		status, body = e.call(t, ciBot, http.MethodGet, path, nil, &audit)
+		require.Equal(t, http.StatusOK, status, body)
+		for _, r := range audit.Audit {
+			seen = append(seen, r.Action+" "+r.Target)
+		}
+		if audit.Next == "" {
+			break
+		}
+		path = "/api/v1/audit?limit=2&cursor=" + url.QueryEscape(audit.Next)
+	}
+	require.Equal(t, []string{"pause ship", "pause mail", "retry github/evt_us_again", "bulk_retry claims", "bulk_retry claims"}, seen)
 }
