@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
+)
+
+// writeCellsConfig writes a configuration of two cells: eu holds stripe,
+// us holds github.
+func writeCellsConfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookgate.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+cells:
+  - {name: eu, database_url_env: DB_EU}
+  - {name: us, database_url_env: DB_US}
+providers:
+  - {name: stripe, scheme: stripe, secrets_env: [T_STRIPE]}
+  - {name: github, scheme: github, secrets_env: [T_GITHUB], cell: us}
+routes:
+  - {name: ship, provider: stripe, events: ["*"], url: "http://127.0.0.1:1/ship"}
+  - {name: mail, provider: github, events: ["*"], url: "http://127.0.0.1:1/mail"}
+`), 0o600))
+	return path
+}
+
+// TestClaimsListCells: `worker claims list` merges both cells newest
+// first, cut to --limit; with one cell unreachable it lists the other's
+// claims and fails naming the cell.
+func TestClaimsListCells(t *testing.T) {
+	t.Parallel()
+	eu, us := dbtest.NewDB(t), dbtest.NewDB(t)
+	for i := 1; i <= 6; i++ {
+		opts := &testfactory.ClaimOpts{EventID: fmt.Sprintf("evt_%d", i), FirstSeenAt: testfactory.Ago(time.Duration(i) * time.Minute)}
+		db := eu
+		if i%2 == 0 {
+			db, opts.Provider = us, "github"
+		}
+		testfactory.Claim(t.Context(), t, db.Pool, opts)
+	}
+	vars := map[string]string{"HOOKGATE_CONFIG": writeCellsConfig(t), "DB_EU": eu.URL, "DB_US": us.URL}
+	list := func(args ...string) (string, string, error) {
+		var out, errs bytes.Buffer
+		err := run(t.Context(), append([]string{"worker", "claims", "list"}, args...), getenv(vars), &out, &errs)
+		return out.String(), errs.String(), err
+	}
+	ids := func(out string) []string {
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			got = append(got, strings.Fields(line)[1])
+		}
+		return got
+	}
+	out, _, err := list("--limit", "4")
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_1", "evt_2", "evt_3", "evt_4"}, ids(out), out)
+	out, _, err = list("--provider", "github", "--json")
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(out, `"provider":"github"`), out)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	vars["DB_US"] = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?connect_timeout=2", port)
+	out, errs, err := list()
+	require.EqualError(t, err, "cells that could not be read, whose claims are not listed: us")
+	require.Equal(t, []string{"evt_1", "evt_3", "evt_5"}, ids(out), out)
+	require.Contains(t, errs, "cell us cannot be read")
+}
