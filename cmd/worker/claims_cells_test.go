@@ -79,3 +79,43 @@ func TestClaimsListCells(t *testing.T) {
 	require.Equal(t, []string{"evt_1", "evt_3", "evt_5"}, ids(out), out)
 	require.Contains(t, errs, "cell us cannot be read")
 }
+
+// TestClaimsRetryCells: `claims show` and `claims retry` find a claim in
+// its provider's cell; `claims retry --status failed` reopens every cell's
+// failed claims, audited in each cell.
+func TestClaimsRetryCells(t *testing.T) {
+	t.Parallel()
+	eu, us := dbtest.NewDB(t), dbtest.NewDB(t)
+	failed := func(db *dbtest.DB, provider, route, id string) {
+		testfactory.Claim(t.Context(), t, db.Pool, &testfactory.ClaimOpts{Provider: provider, EventID: id, Status: "failed",
+			Deliveries: map[string]*testfactory.DeliveryOpts{route: {Status: "failed"}}})
+	}
+	failed(eu, "stripe", "ship", "evt_eu")
+	failed(us, "github", "mail", "evt_us_1")
+	failed(us, "github", "mail", "evt_us_2")
+	vars := map[string]string{"HOOKGATE_CONFIG": writeCellsConfig(t), "DB_EU": eu.URL, "DB_US": us.URL}
+	worker := func(args ...string) string {
+		t.Helper()
+		var out, errs bytes.Buffer
+		require.NoError(t, run(t.Context(), append([]string{"worker", "claims"}, args...), getenv(vars), &out, &errs), errs.String())
+		return out.String()
+	}
+	require.Contains(t, worker("show", "github", "evt_us_1"), "mail")
+	require.Contains(t, worker("retry", "github", "evt_us_1"), "github/evt_us_1: reopened 1 delivery")
+	require.Contains(t, worker("retry", "--status", "failed"), "reopened 2 deliveries of 2 failed claims")
+	for db, want := range map[*dbtest.DB][]string{eu: {"bulk_retry"}, us: {"retry", "bulk_retry"}} {
+		rows, err := db.Pool.Query(t.Context(), `SELECT action FROM audit_log ORDER BY id`)
+		require.NoError(t, err)
+		var got []string
+		for rows.Next() {
+			var a string
+			require.NoError(t, rows.Scan(&a))
+			got = append(got, a)
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, want, got)
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_event_claims WHERE status = 'failed'`).Scan(&n))
+		require.Zero(t, n)
+	}
+}
