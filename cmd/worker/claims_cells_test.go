@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,7 +38,7 @@ routes:
 }
 
 // TestClaimsListCells: `worker claims list` merges both cells newest
-// first, cut to --limit; with one cell unreachable it lists the other's
+// first, cut to --limit, and `claims export` oldest first; with one cell unreachable it lists the other's
 // claims and fails naming the cell.
 func TestClaimsListCells(t *testing.T) {
 	t.Parallel()
@@ -68,6 +70,20 @@ func TestClaimsListCells(t *testing.T) {
 	out, _, err = list("--provider", "github", "--json")
 	require.NoError(t, err)
 	require.Equal(t, 3, strings.Count(out, `"provider":"github"`), out)
+
+	// claims export: both cells, merged oldest first.
+	var exported bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"worker", "claims", "export"}, getenv(vars), &exported, io.Discard))
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {
+		var c struct {
+			EventID    string `json:"event_id"`
+			Deliveries []any  `json:"deliveries"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &c), line)
+		order = append(order, c.EventID)
+	}
+	require.Equal(t, []string{"evt_6", "evt_5", "evt_4", "evt_3", "evt_2", "evt_1"}, order)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

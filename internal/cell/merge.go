@@ -26,9 +26,10 @@ func Each(n int, read func(i int) error) []error {
 	return errs
 }
 
-// newer compares positions in SearchClaims' newest-first order: negative
-// when a comes first.
-func newer(a, b claim.Position) int {
+// NewestFirst compares positions in SearchClaims' newest-first order:
+// negative when a comes first (Export's oldest-first order is its
+// reverse).
+func NewestFirst(a, b claim.Position) int {
 	if c := b.FirstSeenAt.Compare(a.FirstSeenAt); c != 0 {
 		return c
 	}
@@ -54,7 +55,7 @@ func MergeClaims(pages [][]claim.Record, limit int, nearest bool) (merged []clai
 			all = append(all, tagged{r, i})
 		}
 	}
-	slices.SortStableFunc(all, func(a, b tagged) int { return newer(a.r.Position(), b.r.Position()) })
+	slices.SortStableFunc(all, func(a, b tagged) int { return NewestFirst(a.r.Position(), b.r.Position()) })
 	if len(all) > limit {
 		if nearest {
 			all = all[len(all)-limit:]
