@@ -291,6 +291,13 @@ func TestCellsOneDown(t *testing.T) {
 	}
 	_, html := page.do(t, http.MethodGet, "/console/claims", nil)
 	require.Contains(t, html, "evt_2", "eu's claims are shown")
+	resp, html := page.do(t, http.MethodGet, "/console/routes/mail/pause", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "bob is a viewer")
+	alicePage := browser(t, e.env)
+	alicePage.signIn(t, "alice", secrets["T_ALICE"])
+	resp, html = alicePage.do(t, http.MethodGet, "/console/routes/mail/pause", nil)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, html)
+	require.Contains(t, html, "cell us cannot be read")
 	require.Contains(t, e.logs.String(), "console: cell unavailable")
 
 	one := newEnv(t, nil)
