@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,4 +135,35 @@ func TestClaimsRetryCells(t *testing.T) {
 		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_event_claims WHERE status = 'failed'`).Scan(&n))
 		require.Zero(t, n)
 	}
+}
+
+// TestConsoleCellsServed: a worker serving two cells answers the API's
+// list from both, each read through its own read pool.
+func TestConsoleCellsServed(t *testing.T) {
+	t.Parallel()
+	eu, us := dbtest.NewDB(t), dbtest.NewDB(t)
+	testfactory.Claim(t.Context(), t, eu.Pool, &testfactory.ClaimOpts{EventID: "evt_eu", Status: "completed", FirstSeenAt: testfactory.Ago(time.Minute)})
+	testfactory.Claim(t.Context(), t, us.Pool, &testfactory.ClaimOpts{Provider: "github", EventID: "evt_us", Status: "completed"})
+	vars := map[string]string{"HOOKGATE_CONFIG": appendConfig(t, writeCellsConfig(t), consoleSection), "DB_EU": eu.URL, "DB_US": us.URL,
+		"T_STRIPE": "whsec_stripe", "T_GITHUB": "github-secret", "T_ALICE": alicePassword, "T_CI": "ci-token-abcdefghijkl"}
+	addr, _ := startWorker(t, vars)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/claims", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer ci-token-abcdefghijkl")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	var answer struct {
+		Claims []struct {
+			EventID string `json:"event_id"`
+		} `json:"claims"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &answer))
+	require.Len(t, answer.Claims, 2, string(raw))
+	require.Equal(t, "evt_us", answer.Claims[0].EventID)
+	require.Equal(t, "evt_eu", answer.Claims[1].EventID)
+	require.NotContains(t, string(raw), "unavailable_cells")
 }
