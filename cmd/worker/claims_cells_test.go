@@ -13,8 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/cell"
+	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
@@ -166,4 +171,46 @@ func TestConsoleCellsServed(t *testing.T) {
 	require.Equal(t, "evt_us", answer.Claims[0].EventID)
 	require.Equal(t, "evt_eu", answer.Claims[1].EventID)
 	require.NotContains(t, string(raw), "unavailable_cells")
+}
+
+// TestConsoleReconcileRunsCells: the console lists each provider's runs
+// from its cell, and every cell's merged newest first.
+func TestConsoleReconcileRunsCells(t *testing.T) {
+	t.Parallel()
+	eu, us := dbtest.NewDB(t), dbtest.NewDB(t)
+	cfg, err := config.Parse(must(os.ReadFile(writeCellsConfig(t))))
+	require.NoError(t, err)
+	set, err := cell.New(cfg, []cell.Pool{{Name: "eu", Pool: eu.Pool}, {Name: "us", Pool: us.Pool}},
+		func(p cell.Pool) (*river.Client[pgx.Tx], error) { return claim.NewInsertClient(p.Pool, nil, 0) }, cfg.MaxAttempts)
+	require.NoError(t, err)
+	euStore, _ := set.Named("eu")
+	usStore, _ := set.Named("us")
+	for _, r := range []struct {
+		c        *cell.Cell
+		provider string
+	}{{euStore, "stripe"}, {usStore, "github"}, {euStore, "stripe"}} {
+		_, err := r.c.Store.StartReconcileRun(t.Context(), claim.ReconcileRun{Provider: r.provider, Trigger: "cli"})
+		require.NoError(t, err)
+	}
+	c := consoleReconciler{cells: set}
+	runs, err := c.Runs(t.Context(), "", 50)
+	require.NoError(t, err)
+	var providers []string
+	for _, r := range runs {
+		providers = append(providers, r.Provider)
+	}
+	require.Equal(t, []string{"stripe", "github", "stripe"}, providers, "newest first across cells")
+	runs, err = c.Runs(t.Context(), "github", 50)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	runs, err = c.Runs(t.Context(), "", 2)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -177,7 +177,7 @@ func serve(ctx context.Context, common cli.Common, cellsFlag string, env cli.Env
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, store: cells.First().Store})
+	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, cells: cells})
 	if err != nil {
 		return err
 	}
