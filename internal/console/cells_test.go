@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -386,6 +387,25 @@ func TestCellsActions(t *testing.T) {
 	require.EqualValues(t, 2, euRows[0]["reopened"])
 	require.EqualValues(t, 4, usRows[0]["reopened"])
 
+	// The console's bulk retry: both cells counted, then reopened.
+	failed(e.eu, "stripe", "ship", "evt_eu_page")
+	failed(e.us, "github", "mail", "evt_us_page")
+	page := browser(t, e.env)
+	page.signIn(t, "alice", secrets["T_ALICE"])
+	resp, html := page.do(t, http.MethodGet, "/console/claims/retry?event_id=*page*", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, html)
+	require.Contains(t, html, `<strong id="bulk-matched">2</strong>`)
+	asOf := regexp.MustCompile(`name="as_of" value="([^"]+)"`).FindStringSubmatch(html)
+	require.NotNil(t, asOf, html)
+	resp, html = page.do(t, http.MethodPost, "/console/claims/retry", url.Values{"event_id": {"*page*"}, "status": {"failed"},
+		"matched": {"2"}, "as_of": {asOf[1]}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, html)
+	require.Contains(t, resp.Header.Get("Location"), "bulk_reopened=2")
+	require.Zero(t, failedIn(t, e.eu))
+	require.Zero(t, failedIn(t, e.us))
+	require.Len(t, auditIn(t, e.eu, "bulk_retry"), 2)
+	require.Len(t, auditIn(t, e.us, "bulk_retry"), 2)
+
 	// A claim's retry and a route's pause, in us, audited in us.
 	failed(e.us, "github", "mail", "evt_us_again")
 	status, body = e.call(t, alice, http.MethodPost, "/api/v1/claims/github/evt_us_again/retry", map[string]any{}, nil)
@@ -433,5 +453,8 @@ func TestCellsActions(t *testing.T) {
 		}
 		path = "/api/v1/audit?limit=2&cursor=" + url.QueryEscape(audit.Next)
 	}
-	require.Equal(t, []string{"pause ship", "pause mail", "retry github/evt_us_again", "bulk_retry claims", "bulk_retry claims"}, seen)
+	require.Equal(t, []string{"pause ship", "pause mail", "retry github/evt_us_again", "bulk_retry claims", "bulk_retry claims",
+		"sign_in ", "bulk_retry claims", "bulk_retry claims"}, seen)
+	require.Len(t, auditIn(t, e.eu, "sign_in"), 1, "sign-ins are audited in the first cell")
+	require.Empty(t, auditIn(t, e.us, "sign_in"))
 }

@@ -36,7 +36,10 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // at once: the confirmed count is checked against the sum of the cells'
 // counts in them (nothing is reopened anywhere when it differs, with a
 // *ChangedError carrying the new sum), then each cell reopens its own
-// matches, never one changed after the dry run's as_of, and writes its own
+// matches, never one changed after the dry run's as_of (the latest of the
+// cells' clocks: a claim that failed in a cell whose clock is behind by
+// less than the skew may be counted as before it, and then it also changed
+// the sum, which refuses the retry), and writes its own
 // audit row with its own figures, and the cells commit one after the
 // other. A cell that cannot be reached fails the whole retry
 // (*UnavailableError) before anything is reopened. There is no two-phase
