@@ -2,6 +2,9 @@ package console
 
 import (
 	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
@@ -29,8 +32,20 @@ func (a *cellActions) of(name string) *operator.Actions {
 	return a.cells[0].Actions
 }
 
+// unreachable names cell in err when err is a failure to connect to it,
+// with several cells (503, not 500); with one, err is as it always was.
+func (a *cellActions) unreachable(cell string, err error) error {
+	var ce *pgconn.ConnectError
+	if len(a.cells) > 1 && errors.As(err, &ce) {
+		return &cellDownError{cell: cell, err: err}
+	}
+	return err
+}
+
 func (a *cellActions) Retry(ctx context.Context, provider, eventID string, force bool) (operator.RetryResult, error) {
-	return a.of(a.cfg.ProviderCell(provider)).Retry(ctx, provider, eventID, force)
+	cell := a.cfg.ProviderCell(provider)
+	res, err := a.of(cell).Retry(ctx, provider, eventID, force)
+	return res, a.unreachable(cell, err)
 }
 
 func (a *cellActions) BulkRetry(ctx context.Context, f claim.Search, force, dryRun bool, c *operator.Confirmed, reopened func(claim.EventKey, int)) (operator.BulkResult, error) {
@@ -38,13 +53,18 @@ func (a *cellActions) BulkRetry(ctx context.Context, f claim.Search, force, dryR
 }
 
 func (a *cellActions) PauseRoute(ctx context.Context, name string) error {
-	return a.of(a.cfg.RouteCell(name)).PauseRoute(ctx, name)
+	cell := a.cfg.RouteCell(name)
+	return a.unreachable(cell, a.of(cell).PauseRoute(ctx, name))
 }
 
 func (a *cellActions) ResumeRoute(ctx context.Context, name string) (bool, error) {
-	return a.of(a.cfg.RouteCell(name)).ResumeRoute(ctx, name)
+	cell := a.cfg.RouteCell(name)
+	was, err := a.of(cell).ResumeRoute(ctx, name)
+	return was, a.unreachable(cell, err)
 }
 
 func (a *cellActions) CloseBreaker(ctx context.Context, name string) (bool, error) {
-	return a.of(a.cfg.RouteCell(name)).CloseBreaker(ctx, name)
+	cell := a.cfg.RouteCell(name)
+	was, err := a.of(cell).CloseBreaker(ctx, name)
+	return was, a.unreachable(cell, err)
 }

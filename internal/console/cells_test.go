@@ -280,6 +280,14 @@ func TestCellsOneDown(t *testing.T) {
 	status, body = e.call(t, ciBot, http.MethodGet, "/api/v1/claims/github/evt_9", nil, nil)
 	require.Equal(t, http.StatusServiceUnavailable, status, body)
 	require.Contains(t, body, "cell us cannot be read")
+	for _, path := range []string{"/api/v1/claims/github/evt_9/retry", "/api/v1/routes/mail/pause", "/api/v1/routes/mail/breaker/close"} {
+		status, body = e.call(t, alice, http.MethodPost, path, map[string]any{}, nil)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s: %s", path, body)
+		require.Contains(t, body, "cell us cannot be read", path)
+	}
+	status, body = e.call(t, alice, http.MethodPost, "/api/v1/retry", map[string]any{"dry_run": true}, nil)
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Contains(t, body, "cell us cannot be reached, and a bulk retry needs every cell")
 	require.NotContains(t, body, "127.0.0.1", "no connection detail")
 
 	page := browser(t, e.env)
