@@ -28,7 +28,10 @@ func Each(n int, read func(i int) error) []error {
 
 // NewestFirst compares positions in SearchClaims' newest-first order:
 // negative when a comes first (Export's oldest-first order is its
-// reverse).
+// reverse). Provider and event id compare byte by byte, as Postgres does
+// under the C and C.UTF-8 collations; under another collation, claims of
+// two cells first seen in the same microsecond may sort otherwise than
+// each cell sorts them, which only matters for a cursor at that tie.
 func NewestFirst(a, b claim.Position) int {
 	if c := b.FirstSeenAt.Compare(a.FirstSeenAt); c != 0 {
 		return c
