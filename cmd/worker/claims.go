@@ -58,13 +58,18 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // openStore connects for a claims command: config, pool, and a store whose
 // jobs are inserted by an insert-only River client. The caller closes the
-// pool. With cells, it is the first cell's, for now.
+// pool. With cells, it is the first cell's.
 func openStore(ctx context.Context, common cli.Common, env cli.Env) (*config.Config, *claim.Store, *pgxpool.Pool, error) {
+	return openStoreOf(ctx, common, env, "")
+}
+
+// openStoreOf is openStore in provider's cell (the first for "").
+func openStoreOf(ctx context.Context, common cli.Common, env cli.Env, provider string) (*config.Config, *claim.Store, *pgxpool.Pool, error) {
 	cfg, err := cli.LoadConfig(common, env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pool, err := cli.OpenFirstCell(ctx, cfg, env)
+	pool, err := cli.OpenCell(ctx, cfg, cfg.ProviderCell(provider), env)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
@@ -71,25 +75,89 @@ func (c *claimsExportCommand) Run(ctx context.Context, args []string) error {
 	if !f.Since.IsZero() && !f.Before.IsZero() && !f.Since.Before(f.Before) {
 		return fmt.Errorf("--since %s is not before --before %s: nothing could match", since, before)
 	}
-	cfg, store, pool, err := openStore(ctx, common, env)
+	cfg, cells, down, closeAll, err := cellStores(ctx, common, env)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-
+	defer closeAll()
+	if len(down) > 0 {
+		return fmt.Errorf("cell %s cannot be read: an export needs every cell", down[0])
+	}
 	w := bufio.NewWriter(env.Stdout)
-	enc := json.NewEncoder(w)
-	var v exportView
-	err = store.Export(ctx, f, payloads, func(e *claim.Exported) error {
-		v.Record, v.Payload = e.Record, e.Payload
-		v.Deliveries = claim.AppendDeliveryViews(v.Deliveries[:0], e.Deliveries, cfg.MaxAttempts)
-		for i, d := range e.Deliveries {
-			v.Deliveries[i].SetAttempts(d.Attempts)
-		}
-		return enc.Encode(&v)
-	})
+	err = exportCells(ctx, cells, f, payloads, cfg.MaxAttempts, w)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// exportLine is one claim of a cell's export, encoded, and its place in
+// the order.
+type exportLine struct {
+	pos  claim.Position
+	line []byte
+}
+
+// exportCells streams every cell's export at once, merged oldest first,
+// each cell holding a few lines ahead at most, so memory stays constant
+// whatever the cells' sizes. A cell whose export fails ends the export,
+// naming it.
+func exportCells(ctx context.Context, cells []cellStore, f claim.Search, payloads bool, maxAttempts func(string) int, w io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lines := make([]chan exportLine, len(cells))
+	errs := make([]error, len(cells))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before waiting: the exports still sending stop
+	for i, c := range cells {
+		lines[i] = make(chan exportLine, 16)
+		wg.Go(func() {
+			defer close(lines[i])
+			var v exportView
+			errs[i] = c.store.Export(ctx, f, payloads, func(e *claim.Exported) error {
+				v.Record, v.Payload = e.Record, e.Payload
+				v.Deliveries = claim.AppendDeliveryViews(v.Deliveries[:0], e.Deliveries, maxAttempts)
+				for i, d := range e.Deliveries {
+					v.Deliveries[i].SetAttempts(d.Attempts)
+				}
+				var buf bytes.Buffer
+				if err := json.NewEncoder(&buf).Encode(&v); err != nil {
+					return err
+				}
+				select {
+				case lines[i] <- exportLine{e.Position(), buf.Bytes()}:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		})
+	}
+	heads := make([]*exportLine, len(cells))
+	for {
+		next := -1
+		for i := range cells {
+			if heads[i] == nil {
+				if l, ok := <-lines[i]; ok {
+					heads[i] = &l
+				} else if errs[i] != nil {
+					if len(cells) == 1 {
+						return errs[i]
+					}
+					return fmt.Errorf("cell %s: %w", cells[i].name, errs[i])
+				}
+			}
+			if heads[i] != nil && (next < 0 || cell.NewestFirst(heads[i].pos, heads[next].pos) > 0) {
+				next = i
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		if _, err := w.Write(heads[next].line); err != nil {
+			return err
+		}
+		heads[next] = nil
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hookgate/hookgate/cmd/internal/cli"
+	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 )
 
@@ -46,17 +47,15 @@ func (c *claimsListCommand) Run(ctx context.Context, args []string) error {
 	if f.Limit < 1 {
 		return fmt.Errorf("--limit must be at least 1, got %d", f.Limit)
 	}
-	_, store, pool, err := openStore(ctx, common, env)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	claims, err := store.SearchClaims(ctx, f)
+	claims, down, err := searchCells(ctx, common, env, f)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return writeJSONLines(env.Stdout, claims)
+		if err := writeJSONLines(env.Stdout, claims); err != nil {
+			return err
+		}
+		return downError(down)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tEVENT ID\tEVENT TYPE\tSTATUS\tATTEMPTS\tFIRST SEEN\tLAST ERROR")
@@ -64,7 +63,36 @@ func (c *claimsListCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.Provider, cl.EventID, orDash(cl.EventType), cl.Status,
 			cl.AttemptCount, stamp(&cl.FirstSeenAt), orDash(cut(cl.LastError, lastErrorWidth)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return downError(down)
+}
+
+// searchCells reads f's page in every cell at once and merges them, newest
+// first, cut to f.Limit; down names the cells that could not be read.
+func searchCells(ctx context.Context, common cli.Common, env cli.Env, f claim.Search) ([]claim.Record, []string, error) {
+	_, cells, down, closeAll, err := cellStores(ctx, common, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeAll()
+	pages := make([][]claim.Record, len(cells))
+	errs := cell.Each(len(cells), func(i int) (err error) {
+		pages[i], err = cells[i].store.SearchClaims(ctx, f)
+		return err
+	})
+	for i, err := range errs {
+		if err != nil && len(cells)+len(down) == 1 {
+			return nil, nil, err
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "cell %s cannot be read (%v); its claims are left out\n", cells[i].name, err)
+			down = append(down, cells[i].name)
+		}
+	}
+	claims, _ := cell.MergeClaims(pages, f.Limit, false)
+	return claims, down, nil
 }
 
 func validStatus(s claim.Status) bool {

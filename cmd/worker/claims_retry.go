@@ -46,15 +46,23 @@ func (c *claimsRetryCommand) Run(ctx context.Context, args []string) error {
 	case status == "" && provider != "":
 		return fmt.Errorf("--provider applies only with --status failed; name the claim as PROVIDER EVENT_ID")
 	}
-	_, store, pool, err := openStore(ctx, common, env)
+	if status == "" {
+		_, store, pool, err := openStoreOf(ctx, common, env, rest[0])
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		return retryOne(ctx, store, pool, rest[0], rest[1], force, env.Stdout)
+	}
+	_, cells, down, closeAll, err := cellStores(ctx, common, env)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if status == "" {
-		return retryOne(ctx, store, pool, rest[0], rest[1], force, env.Stdout)
+	defer closeAll()
+	if len(down) > 0 {
+		return fmt.Errorf("cell %s cannot be reached, and a bulk retry needs every cell: no claim was reopened", down[0])
 	}
-	return retryFailed(ctx, store, pool, provider, force, env.Stdout)
+	return retryFailed(ctx, cells, provider, force, env.Stdout)
 }
 
 func retryOne(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider, eventID string, force bool, out io.Writer) error {
@@ -76,8 +84,14 @@ func cliActions(store *claim.Store, pool *pgxpool.Pool, queues claim.Queues, rou
 	return &operator.Actions{Store: store, Queues: queues, Routes: routes}
 }
 
-func retryFailed(ctx context.Context, store *claim.Store, pool *pgxpool.Pool, provider string, force bool, out io.Writer) error {
-	res, err := cliActions(store, pool, nil, nil).BulkRetry(operator.CLI(ctx), claim.Search{Provider: provider}, force, false, nil,
+// retryFailed reopens every failed claim of every cell (of provider's
+// only, when set), each cell's audited in that cell.
+func retryFailed(ctx context.Context, cells []cellStore, provider string, force bool, out io.Writer) error {
+	var actions []operator.Cell
+	for _, c := range cells {
+		actions = append(actions, operator.Cell{Name: c.name, Actions: cliActions(c.store, c.pool, nil, nil)})
+	}
+	res, err := operator.BulkRetryCells(operator.CLI(ctx), actions, claim.Search{Provider: provider}, force, false, nil,
 		func(k claim.EventKey, n int) {
 			fmt.Fprintf(out, "%s: reopened %s\n", k, plural(n, "delivery", "deliveries"))
 		})

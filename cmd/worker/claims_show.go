@@ -36,7 +36,7 @@ func (c *claimsShowCommand) Run(ctx context.Context, args []string) error {
 	if len(rest) != 2 {
 		return fmt.Errorf("claims show takes PROVIDER and EVENT_ID (usage: %s)", use)
 	}
-	cfg, store, pool, err := openStore(ctx, common, env)
+	cfg, store, pool, err := openStoreOf(ctx, common, env, rest[0])
 	if err != nil {
 		return err
 	}

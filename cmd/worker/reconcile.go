@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -38,10 +39,11 @@ func newReconciler(boot *cli.Server, getenv func(string) string, storeOf reconci
 	})
 }
 
-// consoleReconciler is the console's view of the reconciliation.
+// consoleReconciler is the console's view of the reconciliation: each
+// run is recorded in its provider's cell.
 type consoleReconciler struct {
 	r     *reconcile.Reconciler
-	store *claim.Store
+	cells *cell.Set
 }
 
 func (c consoleReconciler) Configured(provider string) bool { return c.r.Configured(provider) }
@@ -50,8 +52,29 @@ func (c consoleReconciler) Reconcile(ctx context.Context, provider, actor string
 	return c.r.Run(ctx, reconcile.Run{Provider: provider, Trigger: claim.TriggerAPI, Actor: actor, Since: since, DryRun: dryRun})
 }
 
+// Runs reads provider's runs in its cell, or every cell's, merged newest
+// first; with several cells, one that cannot be read is left out.
 func (c consoleReconciler) Runs(ctx context.Context, provider string, limit int) ([]claim.ReconcileRun, error) {
-	return c.store.ReconcileRuns(ctx, provider, limit)
+	if provider != "" {
+		if pc, ok := c.cells.ForProvider(provider); ok {
+			return pc.Store.ReconcileRuns(ctx, provider, limit)
+		}
+	}
+	all := c.cells.All()
+	runs := make([][]claim.ReconcileRun, len(all))
+	errs := cell.Each(len(all), func(i int) (err error) {
+		runs[i], err = all[i].Store.ReconcileRuns(ctx, provider, limit)
+		return err
+	})
+	if len(all) == 1 {
+		return runs[0], errs[0]
+	}
+	merged := slices.Concat(runs...)
+	slices.SortStableFunc(merged, func(a, b claim.ReconcileRun) int { return b.StartedAt.Compare(a.StartedAt) })
+	if limit > 0 && len(merged) > limit {
+		merged = merged[:limit]
+	}
+	return merged, nil
 }
 
 // reconcileCommand is `worker reconcile`: one run of each provider that

@@ -161,19 +161,23 @@ func serve(ctx context.Context, common cli.Common, cellsFlag string, env cli.Env
 	}
 
 	// The console's and the API's reads go through a pool of their own
-	// (claim.ReadPool), closed after the ops server.
-	var reads *claim.ReadPool
+	// per cell (claim.ReadPool), closed after the ops server.
+	var reads []*claim.ReadPool
 	if cfg.Console.Enabled() {
-		// The first cell's URL: DATABASE_URL without cells:.
-		if reads, err = cli.OpenReadPool(cells.First().Pool.Config().ConnString(), cfg.Console.ReadPool); err != nil {
-			return err
+		// Each cell's URL: DATABASE_URL without cells:.
+		for _, c := range cells.All() {
+			rp, err := cli.OpenReadPool(c.Pool.Config().ConnString(), cfg.Console.ReadPool)
+			if err != nil {
+				return err
+			}
+			defer rp.Close()
+			reads = append(reads, rp)
 		}
-		defer reads.Close()
 	}
 	// The UI's background services live until the ops server is closed.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, store: cells.First().Store})
+	o, err := newOps(uiCtx, boot, env, reg, cells, reads, consoleReconciler{r: reconciler, cells: cells})
 	if err != nil {
 		return err
 	}

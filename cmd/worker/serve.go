@@ -73,9 +73,10 @@ func newJobClient(boot *cli.Server, c cell.Pool, delivery *deliver.Worker, recon
 // newOps returns the ops server's handlers: metrics and health, the River
 // UI when HOOKGATE_UI_PASSWORD is set (its background services live until
 // uiCtx ends), and the console when the configuration enables it, reading
-// through reads and acting through the first cell's store: the River UI
-// and the console read the first cell the worker serves, for now.
-func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set, reads *claim.ReadPool,
+// every cell through its read pool (reads, in cells' order) and acting in
+// each cell through its store; the River UI shows the first cell the
+// worker serves.
+func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheus.Registry, cells *cell.Set, reads []*claim.ReadPool,
 	reconciler console.Reconciler) (*ops, error) {
 	cfg, logger := boot.Config, boot.Logger
 	first := cells.First()
@@ -111,9 +112,13 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 		if err != nil {
 			return nil, err
 		}
+		var consoleCells []console.Cell
+		for i, c := range cells.All() {
+			consoleCells = append(consoleCells, console.Cell{Name: c.Name, Store: c.Store, Reads: reads[i], Queues: c.Jobs})
+		}
 		srv := console.New(console.Options{
-			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads, Queues: client, DB: pool, Logger: logger,
-			Guard: o.guard, Reconciler: reconciler,
+			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads[0], Queues: client, DB: pool, Logger: logger,
+			Guard: o.guard, Reconciler: reconciler, Cells: consoleCells,
 		})
 		// A changed password_file ends its user's sessions at once, not
 		// at their next use; until uiCtx ends, with the River UI's.

@@ -44,7 +44,7 @@ func (s *Server) deliveryViews(ds []claim.Delivery) []deliveryView {
 // api authenticates, and for act requires an operator, before h.
 func (s *Server) api(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(withSource(claim.WithOrigin(r.Context(), claim.OriginAPI), r))
+		r = r.WithContext(withUnavailable(withSource(claim.WithOrigin(r.Context(), claim.OriginAPI), r)))
 		p, ok := s.apiAuth(w, r, act)
 		if !ok {
 			return
@@ -76,7 +76,7 @@ func (s *Server) handleListClaims(w http.ResponseWriter, r *http.Request, _ prin
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"claims": pg.claims, "next_cursor": pg.next, "prev_cursor": pg.prev})
+	writeJSON(w, http.StatusOK, s.withCells(r, map[string]any{"claims": pg.claims, "next_cursor": pg.next, "prev_cursor": pg.prev}))
 }
 
 // detail reads one claim; for an operator with its payload.
@@ -198,7 +198,7 @@ func (s *Server) routeViews(ctx context.Context) ([]routeView, error) {
 	}
 	views := make([]routeView, len(states))
 	for i, st := range states {
-		rc := s.cfg.Routes[i]
+		rc, _ := s.cfg.Route(st.Route) // a route of a cell that could not be read is left out
 		views[i] = routeView{RouteState: st, Concurrency: rc.Concurrency, Backlog: st.QueuedJobs(),
 			Destination: destination(rc.URL), Method: cmp.Or(rc.Method, http.MethodPost), Events: rc.Events,
 			BreakerOn: rc.Breaker.On(), Rate: rateInfo(rc.Rate, st.HeldUntil)}
@@ -212,7 +212,7 @@ func (s *Server) handleRoutes(w http.ResponseWriter, r *http.Request, _ principa
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"routes": views})
+	writeJSON(w, http.StatusOK, s.withCells(r, map[string]any{"routes": views}))
 }
 
 func (s *Server) handlePause(pause bool) func(http.ResponseWriter, *http.Request, principal) {
@@ -320,5 +320,5 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ principal
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"audit": entries, "next_cursor": next})
+	writeJSON(w, http.StatusOK, s.withCells(r, map[string]any{"audit": entries, "next_cursor": next}))
 }

@@ -92,7 +92,7 @@ func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, p princ
 		if f, err = parseAuditFilter(q.Get); err == nil {
 			var d auditPage
 			if d, err = s.auditPageOf(r.Context(), f, limit, pos); err == nil {
-				s.render(w, http.StatusOK, "audit", pageData{Title: "Audit", User: &p, Data: d})
+				s.render(w, http.StatusOK, "audit", pageData{Title: "Audit", User: &p, Data: d, Unavailable: s.unavailable(r)})
 				return
 			}
 		}

@@ -244,7 +244,7 @@ func (s *Server) handleClaimsPage(w http.ResponseWriter, r *http.Request, p prin
 		}
 	}
 	d.Follow = bulkFollow(r.URL.Query())
-	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d})
+	s.render(w, http.StatusOK, "claims", pageData{Title: "Claims", User: &p, Flash: bulkFlash(r.URL.Query()), Data: d, Unavailable: s.unavailable(r)})
 }
 
 // noneFailed reports whether f, with any status or failed, matches no

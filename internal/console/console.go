@@ -62,6 +62,11 @@ type Options struct {
 	// Reconciler runs reconciliations on demand and lists their runs;
 	// nil answers no provider and no run.
 	Reconciler Reconciler
+	// Cells, when there are several, are the cells the console reads
+	// across and acts in, in configuration order; Store, Reads and Queues
+	// are then the first cell's. With one (or none), the console reads
+	// Store and Reads alone, as it always has.
+	Cells []Cell
 }
 
 // claimReader is what the console reads of the claim tables itself; every
@@ -104,8 +109,11 @@ type Server struct {
 	}
 	logger  *slog.Logger
 	guard   *lockout.Guard
-	actions *operator.Actions
-	ttl     time.Duration
+	actions *cellActions
+	// cellNames are the cells read across, in configuration order; nil
+	// with one cell.
+	cellNames []string
+	ttl       time.Duration
 	// countTime is Options.CountTimeout.
 	countTime time.Duration
 	// users and tokens hold the digests of each name's secret.
@@ -185,8 +193,34 @@ func New(opts Options) *Server {
 	for i, r := range opts.Config.Routes {
 		routes[i] = r.Name
 	}
-	s.actions = &operator.Actions{Store: opts.Store, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}
+	s.actions = &cellActions{cfg: opts.Config, Routes: routes, cells: []operator.Cell{{
+		Name: opts.Config.CellList()[0].Name, Actions: &operator.Actions{Store: opts.Store, Queues: opts.Queues, Routes: routes, Logger: opts.Logger}}}}
+	if len(opts.Cells) > 1 {
+		s.acrossCells(opts, routes)
+	}
 	return s
+}
+
+// acrossCells makes s read across opts.Cells and act in each.
+func (s *Server) acrossCells(opts Options, routes []string) {
+	m := &cellsReader{cfg: opts.Config, logger: s.logger}
+	s.actions.cells = nil
+	for _, c := range opts.Cells {
+		reads := c.Store
+		if c.Reads != nil {
+			reads = claim.NewStore(c.Reads, nil, nil)
+		}
+		m.cells = append(m.cells, cellReader{name: c.Name, reads: reads, queues: c.Queues})
+		s.actions.cells = append(s.actions.cells, operator.Cell{Name: c.Name,
+			Actions: &operator.Actions{Store: c.Store, Queues: c.Queues, Routes: routes, Logger: opts.Logger}})
+	}
+	s.store, s.auditRows, s.cellNames = m, m, m.names()
+}
+
+// unavailable returns the cells r's reads could not reach; nil when all
+// answered, and always with one cell.
+func (s *Server) unavailable(r *http.Request) []string {
+	return unavailableOf(r.Context(), s.cellNames)
 }
 
 // writeJSON answers v as JSON.

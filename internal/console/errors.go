@@ -20,6 +20,8 @@ import (
 //   - a read past the read pool's bounds (claim.ErrReadTimeout): 503 naming
 //     the bound and its setting, with Retry-After when it waited for a
 //     connection;
+//   - a cell that cannot be reached (operator.UnavailableError, a claim's
+//     cell down): 503 naming the cell, with Retry-After;
 //   - anything else: 500 without its text, which is logged instead (it may
 //     carry SQL or a connection's detail).
 func (s *Server) statusOf(w http.ResponseWriter, r *http.Request, err error) (int, string) {
@@ -30,6 +32,8 @@ func (s *Server) statusOf(w http.ResponseWriter, r *http.Request, err error) (in
 		rf *operator.RefusedError
 		ch *operator.ChangedError
 		rt *claim.ReadTimeoutError
+		un *operator.UnavailableError
+		cd *cellDownError
 	)
 	switch {
 	case errors.As(err, &br):
@@ -51,6 +55,14 @@ func (s *Server) statusOf(w http.ResponseWriter, r *http.Request, err error) (in
 		}
 		return http.StatusServiceUnavailable, fmt.Sprintf(
 			"the read ran past console.read_pool.statement_timeout (%s) and was cancelled: narrow the filters or the window", rt.Limit)
+	case errors.As(err, &un):
+		s.logger.Warn("console: cell unavailable", slog.String("route", r.Pattern), slog.String("error", un.Err.Error()))
+		w.Header().Set("Retry-After", "1")
+		return http.StatusServiceUnavailable, un.Error()
+	case errors.As(err, &cd):
+		s.logger.Warn("console: cell unavailable", slog.String("route", r.Pattern), slog.String("error", cd.err.Error()))
+		w.Header().Set("Retry-After", "1")
+		return http.StatusServiceUnavailable, cd.Error()
 	default:
 		s.logger.Error("console: request failed", slog.String("route", r.Pattern), slog.String("error", err.Error()))
 		return http.StatusInternalServerError, "internal error; see the worker's log"

@@ -54,5 +54,5 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, p princi
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	s.render(w, http.StatusOK, "overview", pageData{Title: "Overview", User: &p, Data: o})
+	s.render(w, http.StatusOK, "overview", pageData{Title: "Overview", User: &p, Data: o, Unavailable: s.unavailable(r)})
 }

@@ -58,6 +58,9 @@ type pageData struct {
 	User  *principal
 	Flash string
 	Data  any
+	// Unavailable names the cells that could not be read: the page shows
+	// the others', under a banner naming these.
+	Unavailable []string
 }
 
 // securityHeaders forbid scripts, anything from elsewhere, framing and
@@ -108,6 +111,7 @@ func (s *Server) pageError(w http.ResponseWriter, r *http.Request, p *principal,
 func (s *Server) page(act bool, h func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r = fromConsole(r)
+		r = r.WithContext(withUnavailable(r.Context()))
 		p, _, ok := s.session(r)
 		if !ok {
 			securityHeaders(w)

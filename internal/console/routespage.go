@@ -10,7 +10,7 @@ func (s *Server) handleRoutesPage(w http.ResponseWriter, r *http.Request, p prin
 		s.pageError(w, r, &p, err, "")
 		return
 	}
-	s.render(w, http.StatusOK, "routes", pageData{Title: "Routes", User: &p, Flash: breakerFlash(r.URL.Query(), s.actions.Routes), Data: views})
+	s.render(w, http.StatusOK, "routes", pageData{Title: "Routes", User: &p, Flash: breakerFlash(r.URL.Query(), s.actions.Routes), Data: views, Unavailable: s.unavailable(r)})
 }
 
 func (s *Server) handlePausePage(pause bool) func(http.ResponseWriter, *http.Request, principal) {

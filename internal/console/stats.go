@@ -40,6 +40,9 @@ type stats struct {
 	Window    string          `json:"window"`
 	Providers []providerStats `json:"providers"`
 	Routes    []routeStats    `json:"routes"`
+	// UnavailableCells names the cells that could not be read; absent
+	// when every cell answered.
+	UnavailableCells []string `json:"unavailable_cells,omitempty"`
 }
 
 func rate(failed, completed int) float64 {
@@ -144,5 +147,6 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request, _ principal
 		s.fail(w, r, err)
 		return
 	}
+	st.UnavailableCells = s.unavailable(r)
 	writeJSON(w, http.StatusOK, st)
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"net/url"
@@ -163,6 +164,10 @@ func (s *Server) handlePauseConfirmPage(w http.ResponseWriter, r *http.Request, 
 			s.render(w, http.StatusOK, "pauseconfirm", pageData{Title: "Pause " + v.Route + "?", User: &p, Data: pauseConfirm{v}})
 			return
 		}
+	}
+	if cell := s.cfg.RouteCell(name); slices.Contains(s.unavailable(r), cell) {
+		s.pageError(w, r, &p, &cellDownError{cell: cell, err: errors.New("its routes could not be read")}, "/console/routes")
+		return
 	}
 	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(name, 64)) + " in the configuration."}, "/console/routes")
 }
