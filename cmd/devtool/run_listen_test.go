@@ -81,6 +81,10 @@ func TestRunListensOnLoopback(t *testing.T) {
 	require.NoError(t, err)
 	ingestPort, workerPort := portOf(t, proctest.FreeAddr(t)), portOf(t, proctest.FreeAddr(t))
 	receiver := proctest.FreeAddr(t)
+	// Free ports are picked one by one and may repeat: three distinct ones.
+	for workerPort == ingestPort || portOf(t, receiver) == ingestPort || portOf(t, receiver) == workerPort {
+		workerPort, receiver = portOf(t, proctest.FreeAddr(t)), proctest.FreeAddr(t)
+	}
 	cfgText := strings.NewReplacer(`listen: ":8080"`, `listen: ":`+strconv.Itoa(ingestPort)+`"`,
 		`listen: ":9091"`, `listen: ":`+strconv.Itoa(workerPort)+`"`, "127.0.0.1:9099", receiver).Replace(string(example))
 	require.Contains(t, cfgText, `listen: ":`+strconv.Itoa(workerPort)+`"`, "the example config listens on every interface")
