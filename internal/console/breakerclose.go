@@ -21,23 +21,9 @@ type breakerConfirm struct {
 // handleBreakerConfirmPage asks before a route's circuit is closed by
 // hand: every worker sends to it again, its held deliveries at once.
 func (s *Server) handleBreakerConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
-	name, err := pathRoute(r)
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/routes")
-		return
+	if v, ok := s.confirmRoute(w, r, p); ok {
+		s.render(w, http.StatusOK, "breakerconfirm", pageData{Title: "Close the circuit of " + v.Route + "?", User: &p, Data: breakerConfirm{v}})
 	}
-	views, err := s.routeViews(r.Context())
-	if err != nil {
-		s.pageError(w, r, &p, err, "/console/routes")
-		return
-	}
-	for _, v := range views {
-		if v.Route == name {
-			s.render(w, http.StatusOK, "breakerconfirm", pageData{Title: "Close the circuit of " + v.Route + "?", User: &p, Data: breakerConfirm{v}})
-			return
-		}
-	}
-	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(name, 64)) + " in the configuration."}, "/console/routes")
 }
 
 // handleBreakerClosePage closes a route's circuit, as POST

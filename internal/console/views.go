@@ -149,25 +149,34 @@ type pauseConfirm struct {
 // handlePauseConfirmPage asks before a route is paused: its deliveries
 // stop on every worker until it is resumed.
 func (s *Server) handlePauseConfirmPage(w http.ResponseWriter, r *http.Request, p principal) {
+	if v, ok := s.confirmRoute(w, r, p); ok {
+		s.render(w, http.StatusOK, "pauseconfirm", pageData{Title: "Pause " + v.Route + "?", User: &p, Data: pauseConfirm{v}})
+	}
+}
+
+// confirmRoute finds the route a confirmation page is about, from the
+// path; it answers the error page itself (a bad name, no such route, or
+// its cell unreadable) and returns false then.
+func (s *Server) confirmRoute(w http.ResponseWriter, r *http.Request, p principal) (routeView, bool) {
 	name, err := pathRoute(r)
 	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
-		return
+		return routeView{}, false
 	}
 	views, err := s.routeViews(r.Context())
 	if err != nil {
 		s.pageError(w, r, &p, err, "/console/routes")
-		return
+		return routeView{}, false
 	}
 	for _, v := range views {
 		if v.Route == name {
-			s.render(w, http.StatusOK, "pauseconfirm", pageData{Title: "Pause " + v.Route + "?", User: &p, Data: pauseConfirm{v}})
-			return
+			return v, true
 		}
 	}
 	if cell := s.cfg.RouteCell(name); slices.Contains(s.unavailable(r), cell) {
 		s.pageError(w, r, &p, &cellDownError{cell: cell, err: errors.New("its routes could not be read")}, "/console/routes")
-		return
+		return routeView{}, false
 	}
 	s.pageError(w, r, &p, &operator.NotFoundError{Msg: "No route " + strconv.Quote(cut(name, 64)) + " in the configuration."}, "/console/routes")
+	return routeView{}, false
 }
