@@ -61,6 +61,20 @@ func (s *sink) arrived(id string) time.Time {
 	return s.first[id]
 }
 
+// lastArrival is when the last of the events whose ids start with prefix
+// first arrived.
+func (s *sink) lastArrival(prefix string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last time.Time
+	for id, at := range s.first {
+		if strings.HasPrefix(id, prefix) && at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
 // effects is how many distinct Idempotency-Keys arrived.
 func (s *sink) effects() int {
 	s.mu.Lock()

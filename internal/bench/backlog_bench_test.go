@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BenchmarkBacklog measures the drain the way an operator would, black-box,
+// on a private durable cluster (fsync, synchronous_commit and
+// full_page_writes on): 64 keep-alive senders post unique Stripe-signed
+// events to ingest for BENCH_BACKLOG_SECONDS (default 10) while no worker
+// runs, then a worker at the shipped defaults (worker.concurrency 100)
+// starts and drains the backlog to an instant downstream. It does this
+// BENCH_BACKLOG_ROUNDS times (default 3) in one run, on one cluster, and
+// reports per round ingest's rate (accepted events over the sending
+// time), the drain's rate (the backlog over the time from the worker's
+// start to the last event's arrival at the downstream, and over the span
+// of the deliveries' completed_at, which leaves the worker's start out),
+// their ratio, and the CPU-s per 1,000 events of ingest, the worker,
+// Postgres and this process (senders, downstream).
+//
+// BENCH_BACKLOG_STATEMENTS=on loads pg_stat_statements and prints, per
+// phase, the statements' execution time and calls an event; it costs
+// Postgres some CPU, so ratios for the record come from runs without it.
+// The worker's CPU profile over the last round's drain is written to
+// BENCH_CPUPROFILE_DIR (else the temporary directory) as
+// hookgate-worker-backlog.pprof, ingest's over the last round's sending as
+// hookgate-ingest-backlog.pprof.
+func BenchmarkBacklog(b *testing.B) {
+	secs := envInt("BENCH_BACKLOG_SECONDS", 10)
+	rounds := envInt("BENCH_BACKLOG_ROUNDS", 3)
+	statements := os.Getenv("BENCH_BACKLOG_STATEMENTS") == "on"
+	ctx := context.Background()
+	bins := buildBinaries(b)
+	down := newSink(b)
+	cfg := writeConfig(b, down.URL, workerConcurrency())
+	var settings []string
+	if statements {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_utility=off")
+	}
+	dbURL, pool, label, stop := privateClusterWith(b, bins, cfg, 0, settings...)
+	defer stop()
+	if statements {
+		if _, err := pool.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret}
+	pg := postmaster(b, pool)
+	ingestProfile, workerProfile := cpuProfilePath(b, "ingest-backlog"), cpuProfilePath(b, "worker-backlog")
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
+	ingest := startBinary(b, bins, "ingest", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+ingestProfile))
+	url := ingest.base + "/webhooks/stripe"
+	// Warm-up: connections, prepared statements, the first pages.
+	if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
+		s := signEvent(fmt.Sprintf("evt_bwarm_%d", i))
+		return postStripe(client, url, s.body, s.header)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := runDrainOf(b, bins, cfg, env, pool, pg, down, 4*concurrency, "", "evt_bwarm"); err != nil {
+		b.Fatal(err)
+	}
+
+	steal0, ticks0 := machineTicks(b)
+	b.ResetTimer()
+	var out []backlogRound
+	for r := range rounds {
+		last := r == rounds-1
+		prefix := fmt.Sprintf("evt_backlog%d", r)
+		var round backlogRound
+		resetStatements(b, pool, statements)
+		cpu0, pg0, self0, wal0 := cpuOf(ingest.pid()), pg.cpu(), selfCPU(), walBytes(b, pool)
+		if last {
+			ingest.signal(b, syscall.SIGUSR1)
+		}
+		round.ingest = hammerFor("ingest, 64 senders", time.Duration(secs)*time.Second, func(i int) error {
+			s := signEvent(fmt.Sprintf("%s_%d", prefix, i))
+			return postStripe(client, url, s.body, s.header)
+		})
+		if round.ingest.err != nil {
+			b.Fatal(round.ingest.err)
+		}
+		if last {
+			ingest.signal(b, syscall.SIGUSR2)
+		}
+		n := round.ingest.n
+		round.ingestCPU, round.ingestPG, round.senders = cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
+		round.ingestWAL = float64(walBytes(b, pool)-wal0) / float64(n)
+		round.ingestStatements = statementsIf(b, pool, statements, n)
+
+		resetStatements(b, pool, statements)
+		profile := ""
+		if last {
+			profile = workerProfile
+		}
+		dr, err := runDrainOf(b, bins, cfg, env, pool, pg, down, n, profile, prefix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		round.drain = dr
+		round.drainStatements = statementsIf(b, pool, statements, n)
+		out = append(out, round)
+	}
+	b.StopTimer()
+	steal1, ticks1 := machineTicks(b)
+	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
+	ingest.stop(b)
+
+	w := os.Stdout
+	fmt.Fprintf(w, "\nbacklog, private cluster (%s), %d senders for %d s, worker.concurrency %d; load average %s\n",
+		label, concurrency, secs, workerConcurrency(), loadAverage(b))
+	per1k := func(sec float64, n int) float64 { return sec / float64(n) * 1000 }
+	var ratios, spanRatios []float64
+	for i, r := range out {
+		n := r.ingest.n
+		ratio, spanRatio := r.drain.rate/r.ingest.rate(), r.drain.spanRate/r.ingest.rate()
+		ratios, spanRatios = append(ratios, ratio), append(spanRatios, spanRatio)
+		fmt.Fprintf(w, "round %d: %d events; ingest %.0f events/s (p99 %.1f ms), drain %.0f events/s from the worker's start"+
+			" (%.0f over completed_at); drain / ingest %.2f (%.2f)\n",
+			i+1, n, r.ingest.rate(), ms(r.ingest.pct(0.99)), r.drain.rate, r.drain.spanRate, ratio, spanRatio)
+		fmt.Fprintf(w, "  CPU-s per 1,000 events: accepting ingest %.3f + Postgres %.3f (senders %.3f);"+
+			" draining worker %.3f + Postgres %.3f (downstream %.3f)\n",
+			per1k(r.ingestCPU, n), per1k(r.ingestPG, n), per1k(r.senders, n),
+			per1k(r.drain.cpu, n), per1k(r.drain.pg, n), per1k(r.drain.downCPU, n))
+		fmt.Fprintf(w, "  cost of a delivery / an acceptance: worker / ingest %.2f, Postgres %.2f, both %.2f; WAL an event %.0f B accepting, %.0f B draining\n",
+			r.drain.cpu/r.ingestCPU, r.drain.pg/r.ingestPG, (r.drain.cpu+r.drain.pg)/(r.ingestCPU+r.ingestPG), r.ingestWAL, r.drain.wal)
+		if statements {
+			fmt.Fprintf(w, "  accepting, statements an event:\n%s", r.ingestStatements)
+			fmt.Fprintf(w, "  draining, statements an event:\n%s", r.drainStatements)
+		}
+	}
+	fmt.Fprintf(w, "drain / ingest over the rounds: %s (mean %.2f; over completed_at: %s); target >= 0.85; CPU steal %.1f %%\n",
+		fmtRatios(ratios), mean(ratios), fmtRatios(spanRatios), steal)
+	fmt.Fprintf(w, "profiles: go tool pprof -top %s; go tool pprof -top %s\n", workerProfile, ingestProfile)
+	b.ReportMetric(mean(ratios), "drain/ingest")
+	b.ReportMetric(slices.Min(ratios), "min_drain/ingest")
+	b.ReportMetric(steal, "steal_%")
+}
+
+// backlogRound is one round of BenchmarkBacklog.
+type backlogRound struct {
+	ingest                            timedPhase
+	ingestCPU, ingestPG, senders      float64
+	ingestWAL                         float64
+	drain                             backlogDrain
+	ingestStatements, drainStatements string
+}
+
+// backlogDrain is a worker's drain of a backlog, black-box.
+type backlogDrain struct {
+	rate     float64 // events over the worker's start to the last arrival
+	spanRate float64 // events over the span of their completed_at
+	cpu, pg  float64
+	downCPU  float64
+	wal      float64
+}
+
+// runDrainOf starts a worker with cfg, waits until the downstream has seen
+// the n events whose ids start with prefix, stops the worker and returns
+// what the drain cost. With profile, the worker's CPU profile over the
+// drain is written there.
+func runDrainOf(b *testing.B, bins binaries, cfg string, env []string, pool *pgxpool.Pool, pg server, down *sink, n int, profile, prefix string) (backlogDrain, error) {
+	b.Helper()
+	if profile != "" {
+		env = append(slices.Clone(env), "HOOKGATE_BENCH_CPUPROFILE="+profile)
+	}
+	want := down.events() + n
+	pg0, self0, wal0 := pg.cpu(), selfCPU(), walBytes(b, pool)
+	start := time.Now()
+	worker := startBinary(b, bins, "worker", cfg, env)
+	if profile != "" {
+		worker.signal(b, syscall.SIGUSR1)
+	}
+	waitDrained(b, pool, down, want)
+	last := down.lastArrival(prefix + "_")
+	d := backlogDrain{cpu: cpuOf(worker.pid()), pg: pg.cpu() - pg0, downCPU: selfCPU() - self0}
+	d.wal = float64(walBytes(b, pool)-wal0) / float64(n)
+	d.rate = float64(n) / last.Sub(start).Seconds()
+	if profile != "" {
+		worker.signal(b, syscall.SIGUSR2)
+		profileTop(b, profile)
+	}
+	worker.stop(b)
+	d.spanRate = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`\_%'`)
+	return d, nil
+}
+
+// timedPhase is a phase bounded by time rather than by a count.
+type timedPhase struct {
+	phase
+	err error
+}
+
+// hammerFor runs op from `concurrency` goroutines, each calling it again as
+// soon as it returns, for d; i counts the calls from 0. Calls that have
+// started when d ends finish and count.
+func hammerFor(name string, d time.Duration, op func(i int) error) timedPhase {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for range concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+			for time.Now().Before(deadline) {
+				i := int(next.Add(1)) - 1
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	return timedPhase{phase: phase{name: name, n: len(lat), elapsed: time.Since(start), latencies: lat}, err: firstErr}
+}
+
+// resetStatements empties pg_stat_statements when it is loaded.
+func resetStatements(b *testing.B, pool *pgxpool.Pool, on bool) {
+	b.Helper()
+	if !on {
+		return
+	}
+	if _, err := pool.Exec(context.Background(), `SELECT pg_stat_statements_reset()`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// statementsIf is statementProfile's table when pg_stat_statements is loaded.
+func statementsIf(b *testing.B, pool *pgxpool.Pool, on bool, n int) string {
+	b.Helper()
+	if !on {
+		return ""
+	}
+	return statementProfile(b, pool, n)
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
+}
+
+func fmtRatios(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, ", ")
+}
