@@ -16,6 +16,10 @@ import (
 // in memory by Postgres: no write of its own.
 const breakerLock = `pg_advisory_xact_lock(hashtext('route_breakers'), hashtext($1))`
 
+// breakerLockShared is breakerLock taken shared: delivered answers wait for
+// a change under way but not for each other.
+const breakerLockShared = `pg_advisory_xact_lock_shared(hashtext('route_breakers'), hashtext($1))`
+
 // BreakerAnswer applies ev, the outcome of an attempt whose answer (or
 // error) came in at answered, by this process's clock, to route's breaker
 // (see BreakerApply; the breaker is the actor); failure is the class of a
@@ -37,7 +41,7 @@ func (s *Store) BreakerAnswer(ctx context.Context, route string, ev BreakerEvent
 // write. It reports whether the row changed.
 func (s *Store) BreakerDelivered(ctx context.Context, route string, answered time.Time, remember time.Duration) (bool, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+breakerLock, route)
+	b.Queue(`SELECT `+breakerLockShared, route)
 	b.Queue(`UPDATE route_breakers SET
     last_delivered_at = greatest(last_delivered_at, a.at),
     failed_at = ARRAY(SELECT f FROM unnest(failed_at) f WHERE f > a.at ORDER BY f),

@@ -125,3 +125,44 @@ func TestBreakerAnswerOrderInPostgres(t *testing.T) {
 	}))
 	require.Eventually(t, func() bool { return failures("w") == 0 }, 10*time.Second, 10*time.Millisecond)
 }
+
+// TestDeliveredAnswersDoNotWaitForEachOther: a delivered answer takes the
+// breaker's lock shared, so the deliveries of one route, many a second at
+// a worker's full rate, never queue behind each other's round trips; only
+// a change under way (a failure's write) makes them wait.
+func TestDeliveredAnswersDoNotWaitForEachOther(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.NewDB(t)
+	store := claim.NewStore(db.Pool, nil, nil)
+
+	// A delivered answer of route r whose transaction is still open.
+	require.NoError(t, store.Transact(ctx, func(tx *claim.Store) error {
+		if _, err := tx.BreakerDelivered(ctx, "r", time.Now(), time.Minute); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := store.BreakerDelivered(ctx, "r", time.Now(), time.Minute)
+			done <- err
+		}()
+		var err error
+		returned, waiting := false, 0
+		require.Eventually(t, func() bool {
+			select {
+			case err = <-done:
+				returned = true
+				return true
+			default:
+			}
+			if qerr := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); qerr != nil {
+				err = qerr
+				return true
+			}
+			return waiting > 0
+		}, 10*time.Second, 10*time.Millisecond, "the second delivered answer neither returned nor waited")
+		require.Zero(t, waiting, "a delivered answer waits for another delivered answer's transaction")
+		require.True(t, returned)
+		return err
+	}))
+}
