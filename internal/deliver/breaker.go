@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookgate/hookgate/internal/batch"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/route"
@@ -61,6 +63,9 @@ type breakers struct {
 	logger   *slog.Logger
 	timeout  time.Duration
 	now      func() time.Time
+	// answers carries, per route, the delivered answers that arrive while
+	// one is being written as one write (see delivered).
+	answers map[string]*batch.Combiner[time.Time, bool]
 
 	mu         sync.Mutex
 	known      map[string]claim.Breaker
@@ -74,9 +79,14 @@ type breakers struct {
 
 func newBreakers(db claim.DB, cfg *config.Config, routes *route.Table, logger *slog.Logger, timeout time.Duration) *breakers {
 	b := &breakers{store: claim.NewStore(db, nil, nil), settings: map[string]claim.BreakerSettings{},
-		lease: map[string]time.Duration{}, logger: logger, timeout: timeout, now: time.Now, known: map[string]claim.Breaker{}}
+		lease: map[string]time.Duration{}, logger: logger, timeout: timeout, now: time.Now, known: map[string]claim.Breaker{},
+		answers: map[string]*batch.Combiner[time.Time, bool]{}}
 	for _, r := range routes.Routes() {
 		if r.Breaker.On() {
+			b.answers[r.Name] = &batch.Combiner[time.Time, bool]{Max: maxDeliveredAnswers, Timeout: timeout,
+				Run: func(ctx context.Context, answered []time.Time) ([]bool, error) {
+					return b.writeDelivered(ctx, r.Name, answered)
+				}}
 			// Config.Parse sets these defaults; a Config built in code may not.
 			coolDown := cmp.Or(r.Breaker.CoolDown.D(), config.DefaultBreakerCoolDown)
 			b.settings[r.Name] = claim.BreakerSettings{Failures: cmp.Or(r.Breaker.Failures, config.DefaultBreakerFailures),
@@ -236,17 +246,38 @@ func (b *breakers) stop() {
 // release frees the probe of a job that ends without a call.
 func (b *breakers) release(ctx context.Context, g *gate) { b.record(ctx, g, 0, false, b.now(), "") }
 
+// maxDeliveredAnswers caps how many delivered answers one write carries.
+const maxDeliveredAnswers = 1024
+
 // delivered tells the route's breaker of a delivery answered at answered,
 // whatever this worker's copy says: a failure another replica (or another
 // call of this one) answered just before may not show in the copy yet,
 // or not even be written. The store writes only when the row counts
 // failures or heard of one within the time a failure's write may take
-// (the record timeout, and the copy's age): a healthy route pays one
-// round trip and no write per delivery.
+// (the record timeout, and the copy's age). The delivered answers of a
+// route that arrive while one is being written share the next write
+// (writeDelivered): at a full drain, a round trip per batch of deliveries
+// rather than per delivery.
 func (b *breakers) delivered(ctx context.Context, route string, answered time.Time) {
-	if _, err := b.store.BreakerDelivered(ctx, route, answered, b.timeout+breakerRefresh); err != nil {
+	if _, err := b.answers[route].Do(ctx, answered); err != nil {
 		b.logger.Warn("could not record a delivery with the route's breaker", slog.String("route", route), slog.String("error", err.Error()))
 	}
+}
+
+// writeDelivered writes delivered answers of route as one: the latest of
+// them. Written one by one, in any order, they would leave the same row
+// (claim.Breaker.Next): every failure answered before the latest dropped,
+// every one answered after it kept, the latest as the last delivery.
+func (b *breakers) writeDelivered(ctx context.Context, route string, answered []time.Time) ([]bool, error) {
+	changed, err := b.store.BreakerDelivered(ctx, route, slices.MaxFunc(answered, time.Time.Compare), b.timeout+breakerRefresh)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(answered))
+	for i := range out {
+		out[i] = changed
+	}
+	return out, nil
 }
 
 // cached returns this worker's copy of route's breaker, read again first
