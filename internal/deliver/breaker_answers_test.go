@@ -58,7 +58,7 @@ func TestDeliveredAnswersShareAWrite(t *testing.T) {
 	// The first answer's write is held; fifty more arrive meanwhile, the
 	// last answered latest.
 	var wg sync.WaitGroup
-	wg.Go(func() { b.delivered(t.Context(), "ship", start.Add(10 * time.Millisecond)) })
+	wg.Go(func() { b.delivered(t.Context(), "ship", start.Add(10*time.Millisecond)) })
 	require.Eventually(t, func() bool { return store.calls.Load() == 1 }, 10*time.Second, time.Millisecond)
 	latest := start.Add(10 * time.Millisecond)
 	for i := range 50 {
