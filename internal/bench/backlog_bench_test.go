@@ -30,6 +30,14 @@ import (
 // their ratio, and the CPU-s per 1,000 events of ingest, the worker,
 // Postgres and this process (senders, downstream).
 //
+// Before the rounds, on the same cluster, the baselines: pgbench's
+// per-event transaction, the 16-a-commit ceiling from 8 clients (as
+// BenchmarkSystem runs it) and from 64 (as many as the senders), and the
+// drain's and ingest's writes alone, set-based (the database's own ratio of
+// the two, with Postgres' CPU for each).
+//
+// BENCH_BACKLOG_WORKER_ENV adds variables to the worker's environment
+// (e.g. "GOGC=200"), for trying a setting on the drain alone.
 // BENCH_BACKLOG_STATEMENTS=on loads pg_stat_statements and prints, per
 // phase, the statements' execution time and calls an event; it costs
 // Postgres some CPU, so ratios for the record come from runs without it.
@@ -58,6 +66,10 @@ func BenchmarkBacklog(b *testing.B) {
 	}
 	env := []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret}
 	pg := postmaster(b, pool)
+	base := runBaselines(b, dbURL, pool, pg)
+	ceiling64, _ := runPgbenchScript(b, dbURL, pgbenchCeilingScript, concurrency)
+	ceiling64 *= ceilingEvents
+	workerEnv := append(slices.Clone(env), strings.Fields(os.Getenv("BENCH_BACKLOG_WORKER_ENV"))...)
 	ingestProfile, workerProfile := cpuProfilePath(b, "ingest-backlog"), cpuProfilePath(b, "worker-backlog")
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
@@ -70,7 +82,7 @@ func BenchmarkBacklog(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := runDrainOf(b, bins, cfg, env, pool, pg, down, 4*concurrency, "", "evt_bwarm"); err != nil {
+	if _, err := runDrainOf(b, bins, cfg, workerEnv, pool, pg, down, 4*concurrency, "", "evt_bwarm"); err != nil {
 		b.Fatal(err)
 	}
 
@@ -106,7 +118,7 @@ func BenchmarkBacklog(b *testing.B) {
 		if last {
 			profile = workerProfile
 		}
-		dr, err := runDrainOf(b, bins, cfg, env, pool, pg, down, n, profile, prefix)
+		dr, err := runDrainOf(b, bins, cfg, workerEnv, pool, pg, down, n, profile, prefix)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -117,11 +129,19 @@ func BenchmarkBacklog(b *testing.B) {
 	b.StopTimer()
 	steal1, ticks1 := machineTicks(b)
 	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
+	ingestRSS := peakRSS(ingest.pid())
 	ingest.stop(b)
 
 	w := os.Stdout
 	fmt.Fprintf(w, "\nbacklog, private cluster (%s), %d senders for %d s, worker.concurrency %d; load average %s\n",
 		label, concurrency, secs, workerConcurrency(), loadAverage(b))
+	if extra := os.Getenv("BENCH_BACKLOG_WORKER_ENV"); extra != "" {
+		fmt.Fprintf(w, "the worker's further environment: %s\n", extra)
+	}
+	fmt.Fprintf(w, "%-40s %9.0f tx/s\n", "pgbench, per-event transaction", base.tps)
+	fmt.Fprintf(w, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, ceilingClients), base.ceiling)
+	fmt.Fprintf(w, "%-40s %9.0f events/s\n", fmt.Sprintf("pgbench, %d events a commit, %d clients", ceilingEvents, concurrency), ceiling64)
+	base.writes.print(w)
 	per1k := func(sec float64, n int) float64 { return sec / float64(n) * 1000 }
 	var ratios, spanRatios []float64
 	for i, r := range out {
@@ -135,15 +155,21 @@ func BenchmarkBacklog(b *testing.B) {
 			" draining worker %.3f + Postgres %.3f (downstream %.3f)\n",
 			per1k(r.ingestCPU, n), per1k(r.ingestPG, n), per1k(r.senders, n),
 			per1k(r.drain.cpu, n), per1k(r.drain.pg, n), per1k(r.drain.downCPU, n))
+		fmt.Fprintf(w, "  ingest / the 16-a-commit ceiling: %.2f from %d clients, %.2f from %d\n",
+			r.ingest.rate()/base.ceiling, ceilingClients, r.ingest.rate()/ceiling64, concurrency)
 		fmt.Fprintf(w, "  cost of a delivery / an acceptance: worker / ingest %.2f, Postgres %.2f, both %.2f; WAL an event %.0f B accepting, %.0f B draining\n",
 			r.drain.cpu/r.ingestCPU, r.drain.pg/r.ingestPG, (r.drain.cpu+r.drain.pg)/(r.ingestCPU+r.ingestPG), r.ingestWAL, r.drain.wal)
+		fmt.Fprintf(w, "  peak RSS: the worker %.0f MiB\n", float64(r.drain.rss)/1024)
 		if statements {
 			fmt.Fprintf(w, "  accepting, statements an event:\n%s", r.ingestStatements)
 			fmt.Fprintf(w, "  draining, statements an event:\n%s", r.drainStatements)
 		}
 	}
+	fmt.Fprintf(w, "peak RSS: ingest %.0f MiB\n", float64(ingestRSS)/1024)
 	fmt.Fprintf(w, "drain / ingest over the rounds: %s (mean %.2f; over completed_at: %s); target >= 0.85; CPU steal %.1f %%\n",
 		fmtRatios(ratios), mean(ratios), fmtRatios(spanRatios), steal)
+	fmt.Fprintf(w, "the database's own ratio, pgbench's drain writes / ingest writes: %.2f (Postgres CPU an event %.2f x)\n",
+		base.writes.drain/base.writes.ingest, base.writes.drainPG/base.writes.ingestPG)
 	fmt.Fprintf(w, "profiles: go tool pprof -top %s; go tool pprof -top %s\n", workerProfile, ingestProfile)
 	b.ReportMetric(mean(ratios), "drain/ingest")
 	b.ReportMetric(slices.Min(ratios), "min_drain/ingest")
@@ -166,6 +192,7 @@ type backlogDrain struct {
 	cpu, pg  float64
 	downCPU  float64
 	wal      float64
+	rss      int // the worker's peak, KiB
 }
 
 // runDrainOf starts a worker with cfg, waits until the downstream has seen
@@ -193,6 +220,7 @@ func runDrainOf(b *testing.B, bins binaries, cfg string, env []string, pool *pgx
 		worker.signal(b, syscall.SIGUSR2)
 		profileTop(b, profile)
 	}
+	d.rss = peakRSS(worker.pid())
 	worker.stop(b)
 	d.spanRate = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`\_%'`)
 	return d, nil
