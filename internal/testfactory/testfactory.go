@@ -103,7 +103,7 @@ func Claim(ctx context.Context, tb testing.TB, exec Executor, opts *ClaimOpts) c
 
 // Claims inserts claims, each as Claim does, in one statement for the
 // claims and one for their deliveries, and returns their keys in order:
-// for tests that need hundreds.
+// for tests that need thousands.
 func Claims(ctx context.Context, tb testing.TB, exec Executor, opts []*ClaimOpts) []claim.EventKey {
 	tb.Helper()
 	var c struct {
@@ -160,7 +160,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::byte
 		c.provider, c.eventID, c.eventType, c.status, c.lastError, c.payload, c.bodyHash,
 		c.first.at, c.first.ago, c.updated.at, c.updated.ago, c.terminal.at, c.terminal.ago)
 	if err != nil {
-		tb.Fatalf("testfactory: inserting claims %v: %v", keys[0], err)
+		tb.Fatalf("testfactory: inserting %d claims: %v", len(keys), err)
 	}
 	if len(d.route) == 0 {
 		return keys
@@ -173,7 +173,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool
   AS d (provider, event_id, route, status, last_error, key_missing, updated_at, updated_ago)`,
 		d.provider, d.eventID, d.route, d.status, d.lastError, d.keyMissing, d.updated.at, d.updated.ago)
 	if err != nil {
-		tb.Fatalf("testfactory: inserting the deliveries of claims %v: %v", keys[0], err)
+		tb.Fatalf("testfactory: inserting the deliveries of %d claims: %v", len(keys), err)
 	}
 	return keys
 }
