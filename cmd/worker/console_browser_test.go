@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // screenshotEnv names a file the browser test saves a screenshot of the
@@ -218,10 +219,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// An open circuit (as the breaker leaves one) is shown on the routes
 	// page and closed there by hand.
-	_, err = db.Pool.Exec(context.Background(), `INSERT INTO route_breakers (route, state, failures, cool_down_ms, next_probe_at)
-VALUES ('ship', 'open', 10, 30000, now() + interval '1 hour')
-ON CONFLICT (route) DO UPDATE SET state = 'open', failures = 10, cool_down_ms = 30000, next_probe_at = now() + interval '1 hour'`)
-	require.NoError(t, err)
+	testfactory.OpenBreaker(context.Background(), t, claim.NewStore(db.Pool, nil, nil), "ship")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Reload(),
 		chromedp.WaitVisible(css("#close-breaker-ship")),

@@ -120,8 +120,11 @@ func newOps(uiCtx context.Context, boot *cli.Server, env cli.Env, reg *prometheu
 			Config: cfg, Secrets: consoleSecrets, SecretFiles: files, Store: store, Reads: reads[0], Queues: client, DB: pool, Logger: logger,
 			Guard: o.guard, Reconciler: reconciler, Cells: consoleCells,
 		})
-		// A changed password_file ends its user's sessions at once, not
-		// at their next use; until uiCtx ends, with the River UI's.
+		// A password changed since a worker last recorded it (a new
+		// password_env across a restart) ends its user's sessions before
+		// the console serves; a changed password_file, at once, not at
+		// their next use, until uiCtx ends, with the River UI's.
+		srv.CheckPasswords(uiCtx)
 		go srv.WatchSecrets(uiCtx)
 		o.console = srv.Handler()
 	}

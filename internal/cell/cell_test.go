@@ -2,16 +2,20 @@ package cell_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/cell"
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -69,11 +73,11 @@ func TestSet(t *testing.T) {
 		providers, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
 		require.Equal(t, []string{want}, providers, db.Name)
-		var jobs int
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'provider' = $1`, want).Scan(&jobs))
-		require.Equal(t, 1, jobs, db.Name)
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
-		require.Equal(t, 1, jobs, "no job of the other cell in %s", db.Name)
+		// One job, of this cell's provider: none of the other cell's.
+		jobs := rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(db.Pool), testfactory.DeliveryJobs(1, nil))
+		var args claim.DeliveryArgs
+		require.NoError(t, json.Unmarshal(jobs[0].EncodedArgs, &args))
+		require.Equal(t, want, args.Provider, db.Name)
 	}
 
 	// A subset (worker --cells us) holds no cell for the other providers.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/dbtest"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // withCall is r with a history row for attempt n.
@@ -107,18 +108,21 @@ func TestAttemptHistoryLeavesWithItsClaims(t *testing.T) {
 	ctx := t.Context()
 	tx := dbtest.Tx(t)
 	const n = 2000
-	for _, q := range []string{
-		fmt.Sprintf(`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, completed_at)
-SELECT 'stripe', 'evt_' || g, 'invoice.paid', 'completed', '{}', 'application/json', now() FROM generate_series(1, %d) g`, n),
-		fmt.Sprintf(`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
-SELECT 'stripe', 'evt_' || g, r, 'completed', now() FROM generate_series(1, %d) g, unnest('{ship,ledger}'::text[]) r`, n),
-		`INSERT INTO webhook_attempts (provider, event_id, route, attempt, started_at, duration_ms, status_code)
-SELECT provider, event_id, route, a, now(), 3, 200 FROM webhook_deliveries, generate_series(1, 2) a`,
-		`ANALYZE webhook_event_claims, webhook_deliveries, webhook_attempts`,
-	} {
-		_, err := tx.Exec(ctx, q)
-		require.NoError(t, err, q)
+	seed := make([]*testfactory.ClaimOpts, n)
+	var deliveries []claim.Key
+	for i := range seed {
+		id := fmt.Sprintf("evt_%d", i+1)
+		seed[i] = &testfactory.ClaimOpts{EventID: id, Status: claim.Completed, Deliveries: map[string]*testfactory.DeliveryOpts{
+			"ship": {Status: claim.DeliveryCompleted}, "ledger": {Status: claim.DeliveryCompleted}}}
+		deliveries = append(deliveries, key(id, "ship"), key(id, "ledger"))
 	}
+	testfactory.Claims(ctx, t, tx, seed)
+	ok := 200
+	for a := 1; a <= 2; a++ {
+		testfactory.Attempts(ctx, t, tx, deliveries, &testfactory.AttemptOpts{Attempt: a, StatusCode: &ok})
+	}
+	_, err := tx.Exec(ctx, `ANALYZE webhook_event_claims, webhook_deliveries, webhook_attempts`)
+	require.NoError(t, err)
 	var seqBefore int64
 	require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(seq_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'webhook_attempts'`).Scan(&seqBefore))
 	tag, err := tx.Exec(ctx, `DELETE FROM webhook_event_claims WHERE provider = 'stripe' AND event_id IN (SELECT 'evt_' || g FROM generate_series(1, $1::int) g)`, n/2)

@@ -2,6 +2,8 @@ package claim_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,14 +106,9 @@ func TestClaimManyDuplicatesInOneBatch(t *testing.T) {
 			require.Contains(t, ds, r)
 		}
 	}
-	require.Equal(t, 2+1, count(t, b.conn, `SELECT count(*) FROM river_job WHERE args->>'event_id' <> 'evt_old'`),
-		"one job per delivery of each claim won")
-	for _, j := range []claim.DeliveryArgs{{EventID: "evt_dup_a", Route: "ship"}, {EventID: "evt_dup_a", Route: "mail"}, {EventID: "evt_dup_b", Route: "ledger"}} {
-		require.Equal(t, 1, count(t, b.conn, `SELECT count(*) FROM river_job
-WHERE kind = $1 AND args->>'event_id' = $2 AND args->>'route' = $3 AND max_attempts = $4 AND queue = $5`,
-			claim.DeliveryKind, j.EventID, j.Route, maxAttempts(j.Route), claim.Queue(j.Route)),
-			"a job with its route's max_attempts, on its route's queue: %v", j)
-	}
+	// One job per delivery of each claim won (evt_old's from before), each
+	// with its route's max_attempts, on its route's queue.
+	b.requireJobs(t, slices.Concat(args("evt_old", "ship"), args("evt_dup_a", "ship", "mail"), args("evt_dup_b", "ledger"))...)
 }
 
 // TestClaimManyReopensAlone: a redelivery of a failed event, batched with
@@ -211,8 +208,8 @@ WHERE event_id = 'evt_open' AND body_hash IS NULL`))
 WHERE event_id = 'evt_g_gzip' AND content_encoding = 'gzip'`), "the Content-Encoding is stored, to be forwarded")
 	require.Equal(t, 0, count(t, b.conn, `SELECT count(*) FROM webhook_event_claims
 WHERE event_id <> 'evt_g_gzip' AND content_encoding <> ''`))
-	require.Equal(t, 4, count(t, b.conn, `SELECT count(*) FROM river_job`),
-		"one job per claim won: evt_g_old, evt_g_1, evt_g_gzip, evt_open")
+	// One job per claim won.
+	b.requireJobs(t, slices.Concat(args("evt_g_old", "ship"), args("evt_g_1", "ship"), args("evt_g_gzip", "ship"), args("evt_open", "ship"))...)
 }
 
 // TestClaimManyBusinessKeysInOneBatch: events with business keys share the
@@ -301,12 +298,8 @@ func TestClaimManyLateHolders(t *testing.T) {
 	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, body_hash)
-VALUES ('stripe', 'evt_holder', 'invoice.paid', 'processing', $1, sha256($1))`, []byte(body))
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
-VALUES ('ship', sha256(convert_to($1, 'UTF8')), $1, 'stripe', 'evt_holder')`, orderKey)
-	require.NoError(t, err)
+	holder := testfactory.Claim(ctx, t, tx, &testfactory.ClaimOpts{EventID: "evt_holder", Payload: []byte(body), BodyHash: true})
+	testfactory.BusinessKey(ctx, t, tx, claim.Key{Provider: holder.Provider, EventID: holder.EventID, Route: "ship"}, orderKey)
 
 	reqs := []*request{
 		{ev: keyed("evt_late_keyed", "ship", orderKey), routes: []string{"ship"}},
@@ -343,11 +336,19 @@ func TestClaimManyJobMetadata(t *testing.T) {
 		r.ev.JobMetadata = []byte(`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-` + map[string]string{"evt_m1": "00f067aa0ba902b7", "evt_m2": "00f067aa0ba902b8"}[r.ev.ID] + `-01"}`)
 	}
 	b.claimMany(t, reqs)
+	metadata := map[string]string{}
 	for _, r := range reqs {
 		require.NoError(t, r.err)
 		require.Equal(t, claim.Claimed, r.res.Decision)
-		require.Equal(t, len(r.routes), count(t, b.conn, `SELECT count(*) FROM river_job
-WHERE args->>'event_id' = $1 AND metadata @> $2::jsonb`, r.ev.ID, string(r.ev.JobMetadata)), r.ev.ID)
+		metadata[r.ev.ID] = string(r.ev.JobMetadata)
+	}
+	for _, job := range b.requireJobs(t, slices.Concat(args("evt_m1", "ship", "mail"), args("evt_m2", "ship"))...) {
+		var a claim.DeliveryArgs
+		require.NoError(t, json.Unmarshal(job.EncodedArgs, &a))
+		var want, got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(metadata[a.EventID]), &want))
+		require.NoError(t, json.Unmarshal(job.Metadata, &got))
+		require.Subset(t, got, want, "job %d of %s carries its event's metadata", job.ID, a.EventID)
 	}
 }
 

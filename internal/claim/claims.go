@@ -65,8 +65,9 @@ WHERE d.provider = $1 AND d.event_id = $2 ORDER BY d.route`, provider, eventID)
 	return c, ds, nil
 }
 
-// Backlog describes the claims still processing, for metrics.
-type Backlog struct {
+// BacklogCounts is what Store.Backlog measures: the claims still
+// processing and the deliveries waiting, for metrics.
+type BacklogCounts struct {
 	Processing int
 	// OldestAge is the age of the oldest processing claim; 0 when none.
 	OldestAge time.Duration
@@ -78,19 +79,19 @@ type Backlog struct {
 // Backlog counts processing claims and the age of the oldest one, using the
 // partial index on processing claims, and the waiting deliveries of routes,
 // using the partial index on waiting deliveries.
-func (s *Store) Backlog(ctx context.Context, routes []string) (Backlog, error) {
-	var b Backlog
+func (s *Store) Backlog(ctx context.Context, routes []string) (BacklogCounts, error) {
+	var b BacklogCounts
 	var age float64
 	err := s.db.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(first_seen_at)), 0)
 FROM webhook_event_claims WHERE status = 'processing'`).Scan(&b.Processing, &age)
 	if err != nil {
-		return Backlog{}, fmt.Errorf("measuring backlog: %w", err)
+		return BacklogCounts{}, fmt.Errorf("measuring backlog: %w", err)
 	}
 	b.OldestAge = time.Duration(age * float64(time.Second))
 	rows, err := s.db.Query(ctx, `SELECT route, count(*) FROM webhook_deliveries
 WHERE status = 'waiting' AND route = ANY($1) GROUP BY route`, routes)
 	if err != nil {
-		return Backlog{}, fmt.Errorf("counting waiting deliveries: %w", err)
+		return BacklogCounts{}, fmt.Errorf("counting waiting deliveries: %w", err)
 	}
 	var route string
 	var n int
@@ -99,7 +100,7 @@ WHERE status = 'waiting' AND route = ANY($1) GROUP BY route`, routes)
 		b.Waiting[route] = n
 		return nil
 	}); err != nil {
-		return Backlog{}, fmt.Errorf("counting waiting deliveries: %w", err)
+		return BacklogCounts{}, fmt.Errorf("counting waiting deliveries: %w", err)
 	}
 	return b, nil
 }

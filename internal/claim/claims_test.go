@@ -180,7 +180,7 @@ func TestBacklog(t *testing.T) {
 	routes := []string{"ship", "mail"}
 	backlog, err := b.store.Backlog(t.Context(), routes)
 	require.NoError(t, err)
-	require.Equal(t, claim.Backlog{Waiting: map[string]int{}}, backlog)
+	require.Equal(t, claim.BacklogCounts{Waiting: map[string]int{}}, backlog)
 
 	b.claimed(t, "evt_old", "ship")
 	b.claimed(t, "evt_new", "ship", "mail")

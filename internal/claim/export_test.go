@@ -58,7 +58,7 @@ func TestExport(t *testing.T) {
 		{"github", "evt_tie_2"}: base.Add(2 * time.Minute), {"stripe", "evt_c"}: base.Add(3 * time.Minute),
 	}
 	for k, ts := range at {
-		b.exec(t, `UPDATE webhook_event_claims SET first_seen_at = $3 WHERE provider = $1 AND event_id = $2`, k[0], k[1], ts)
+		testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: k[0], EventID: k[1]}, &testfactory.ClaimOpts{FirstSeenAt: testfactory.At(ts)})
 	}
 	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_c"}, &testfactory.ClaimOpts{ClearPayload: true})
 	all := []string{"stripe/evt_a", "github/evt_b", "github/evt_tie_2", "stripe/evt_tie_1", "stripe/evt_tie_3", "stripe/evt_c"}

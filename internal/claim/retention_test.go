@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
@@ -29,8 +31,8 @@ const (
 // terminalAgo makes a stripe claim look terminal for ago.
 func (b *bundle) terminalAgo(t *testing.T, id string, ago time.Duration) {
 	t.Helper()
-	b.exec(t, `UPDATE webhook_event_claims SET terminal_at = now() - make_interval(secs => $2)
-WHERE provider = 'stripe' AND event_id = $1 AND terminal_at IS NOT NULL`, id, ago.Seconds())
+	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: id},
+		&testfactory.ClaimOpts{TerminalAt: testfactory.Ago(ago)})
 }
 
 // stored reports whether a stripe claim exists, whether it still holds its
@@ -85,7 +87,7 @@ func TestTerminalAt(t *testing.T) {
 	// Rewriting a terminal status unchanged keeps the time.
 	b.terminalAgo(t, "evt_ignored", old)
 	c, _ = b.get(t, "evt_ignored")
-	b.exec(t, `UPDATE webhook_event_claims SET status = status WHERE event_id = 'evt_ignored'`)
+	testfactory.SetClaim(t.Context(), t, b.conn, claim.EventKey{Provider: "stripe", EventID: "evt_ignored"}, &testfactory.ClaimOpts{Status: claim.Ignored})
 	after, _ := b.get(t, "evt_ignored")
 	require.Equal(t, c.TerminalAt, after.TerminalAt)
 
@@ -197,17 +199,14 @@ func TestPrune(t *testing.T) {
 // statement each for claims and deliveries, terminal for ago plus i seconds.
 func (b *bundle) seedTerminal(t *testing.T, prefix string, n int, ago time.Duration) []string {
 	t.Helper()
-	b.exec(t, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, terminal_at, attempt_count)
-SELECT 'stripe', $1 || '_' || i, 'invoice.paid', 'failed', '{}'::bytea,
-       now() - make_interval(secs => $3 + i), 1
-FROM generate_series(1, $2) AS i`, "evt_"+prefix, n, ago.Seconds())
-	b.exec(t, `INSERT INTO webhook_deliveries (provider, event_id, route, status, attempt_count, last_error)
-SELECT 'stripe', $1 || '_' || i, 'ship', 'failed', 1, 'downstream answered 422'
-FROM generate_series(1, $2) AS i`, "evt_"+prefix, n)
 	ids := make([]string, n)
+	opts := make([]*testfactory.ClaimOpts, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("evt_%s_%d", prefix, i+1)
+		opts[i] = &testfactory.ClaimOpts{EventID: ids[i], Status: claim.Failed, TerminalAt: testfactory.Ago(ago + time.Duration(i+1)*time.Second),
+			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed, LastError: "downstream answered 422"}}}
 	}
+	testfactory.Claims(t.Context(), t, b.db.Pool, opts)
 	return ids
 }
 
@@ -282,10 +281,10 @@ func TestPruneAndReopen(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, claim.PruneResult{Deleted: 2}, res)
 
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'processing', updated_at = now() WHERE provider = 'stripe' AND event_id = $1`, ids[1])
-		require.NoError(t, err)
-		_, err = tx.Exec(ctx, `UPDATE webhook_event_claims SET status = 'processing', updated_at = now() WHERE provider = 'stripe' AND event_id = $1`, ids[1])
-		require.NoError(t, err)
+		reopened := claim.EventKey{Provider: "stripe", EventID: ids[1]}
+		testfactory.SetDelivery(ctx, t, tx, claim.Key{Provider: reopened.Provider, EventID: reopened.EventID},
+			&testfactory.DeliveryOpts{Status: claim.DeliveryProcessing, UpdatedAt: testfactory.Now()})
+		testfactory.SetClaim(ctx, t, tx, reopened, &testfactory.ClaimOpts{Status: claim.Processing, UpdatedAt: testfactory.Now()})
 		require.NoError(t, tx.Commit(ctx))
 
 		res, err = b.store.Prune(ctx, policy)
@@ -366,8 +365,8 @@ func race(t *testing.T, b *bundle, store *claim.Store, p claim.Retention, prefix
 	require.Equal(t, n, deleted+len(reopened), "each claim went exactly one way")
 
 	*jobs += len(reopened)
-	got := len(testfactory.Jobs(t.Context(), t, b.db.Pool, testfactory.JobWhere{Kind: claim.DeliveryKind}))
-	require.Equal(t, *jobs, got, "one job per reopen, none for a deleted claim")
+	// One job per reopen, none for a deleted claim.
+	rivertest.RequireManyInserted(t.Context(), t, riverpgxv5.New(b.db.Pool), testfactory.DeliveryJobs(*jobs, nil))
 	for _, id := range ids {
 		exists, _, deliveries := b.stored(t, id)
 		require.Equal(t, reopened[id], exists, id)

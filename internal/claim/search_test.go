@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 func TestReopenMatchingPagesThroughAll(t *testing.T) {
@@ -46,12 +47,14 @@ func TestReopenMatchingPastClaimsThatStayFailed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const stuck = 501 // more than one page
-	b.exec(t, `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, updated_at, attempt_count)
-SELECT 'stripe', 'evt_stuck_' || i, 'invoice.paid', 'failed', '{}'::bytea, now() - make_interval(secs => 3600 + i), 0
-FROM generate_series(1, $1) AS i`, stuck)
-	b.exec(t, `INSERT INTO webhook_deliveries (provider, event_id, route, status, last_error, business_key_missing)
-SELECT 'stripe', 'evt_stuck_' || i, 'ship', 'failed', 'business key: field id is missing', true
-FROM generate_series(1, $1) AS i`, stuck)
+	opts := make([]*testfactory.ClaimOpts, stuck)
+	for i := range opts {
+		opts[i] = &testfactory.ClaimOpts{EventID: fmt.Sprintf("evt_stuck_%d", i+1), Status: claim.Failed,
+			UpdatedAt: testfactory.Ago(time.Hour + time.Duration(i+1)*time.Second),
+			Deliveries: map[string]*testfactory.DeliveryOpts{"ship": {Status: claim.DeliveryFailed,
+				LastError: "business key: field id is missing", BusinessKeyMissing: true}}}
+	}
+	testfactory.Claims(t.Context(), t, b.conn, opts)
 	b.claimAs(t, "stripe", "evt_older", "ship")
 	b.record(t, key("evt_older", "ship"), reject)
 	b.backdate(t, "first_seen_at", "stripe", "evt_older", 2*time.Hour) // last, newest first

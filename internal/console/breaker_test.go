@@ -12,17 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // openBreaker opens route's circuit as the worker would, after failures.
 func openBreaker(t *testing.T, e *env, route string) {
 	t.Helper()
-	set := claim.BreakerSettings{Failures: 1, CoolDown: time.Hour, MaxCoolDown: time.Hour}
-	ch, err := e.store.BreakerApply(t.Context(), route, claim.BreakerFailed, set, nil)
-	require.NoError(t, err)
-	require.Equal(t, claim.BreakerOpen, ch.State)
+	testfactory.OpenBreaker(t.Context(), t, e.store, route)
 }
 
 type breakerView struct {

@@ -42,8 +42,8 @@ type cellReader struct {
 	queues claim.Queues
 }
 
-// unavailable collects, for one request, the cells that could not be read.
-type unavailable struct {
+// unavailableCells collects, for one request, the cells that could not be read.
+type unavailableCells struct {
 	mu    sync.Mutex
 	names []string
 }
@@ -53,13 +53,13 @@ type unavailableKey struct{}
 // withUnavailable returns ctx collecting the cells its reads could not
 // reach.
 func withUnavailable(ctx context.Context) context.Context {
-	return context.WithValue(ctx, unavailableKey{}, &unavailable{})
+	return context.WithValue(ctx, unavailableKey{}, &unavailableCells{})
 }
 
 // unavailableOf returns the cells ctx's reads could not reach, in
 // configuration order; nil when every cell answered.
 func unavailableOf(ctx context.Context, order []string) []string {
-	u, _ := ctx.Value(unavailableKey{}).(*unavailable)
+	u, _ := ctx.Value(unavailableKey{}).(*unavailableCells)
 	if u == nil {
 		return nil
 	}
@@ -74,7 +74,7 @@ func unavailableOf(ctx context.Context, order []string) []string {
 	return out
 }
 
-func (u *unavailable) add(name string) {
+func (u *unavailableCells) add(name string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !slices.Contains(u.names, name) {
@@ -107,7 +107,7 @@ func (m *cellsReader) each(ctx context.Context, read func(i int, c *cellReader) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	u, _ := ctx.Value(unavailableKey{}).(*unavailable)
+	u, _ := ctx.Value(unavailableKey{}).(*unavailableCells)
 	for i, err := range errs {
 		if err == nil {
 			continue

@@ -300,7 +300,7 @@ func TestCellsOneDown(t *testing.T) {
 	}
 	_, html := page.do(t, http.MethodGet, "/console/claims", nil)
 	require.Contains(t, html, "evt_2", "eu's claims are shown")
-	resp, html := page.do(t, http.MethodGet, "/console/routes/mail/pause", nil)
+	resp, _ := page.do(t, http.MethodGet, "/console/routes/mail/pause", nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "bob is a viewer")
 	alicePage := browser(t, e.env)
 	alicePage.signIn(t, "alice", secrets["T_ALICE"])

@@ -120,7 +120,8 @@ type Server struct {
 	users  map[string]account
 	tokens []tokenAccount
 	pages  *pages
-	// rotated ends the sessions of a user whose password file changed.
+	// rotated ends the sessions of a user whose password changed: across
+	// a restart, or in its file.
 	rotated rotations
 	// reconciler is Options.Reconciler.
 	reconciler Reconciler
@@ -182,9 +183,6 @@ func New(opts Options) *Server {
 	for _, u := range opts.Config.Console.Users {
 		acct := account{role: u.Role, secret: secretOf(opts, u.Name, opts.Secrets.Passwords)}
 		s.users[u.Name] = acct
-		if acct.secret.file != nil {
-			s.rotated.seen[u.Name] = acct.secret.digest()
-		}
 	}
 	for _, t := range opts.Config.Console.Tokens {
 		s.tokens = append(s.tokens, tokenAccount{name: t.Name, role: t.Role, secret: secretOf(opts, t.Name, opts.Secrets.Tokens)})

@@ -171,9 +171,11 @@ func TestListPagesBackAndCountsToABound(t *testing.T) {
 	require.NotContains(t, html, `id="prev"`, "the first page has no previous one")
 
 	// Past the bound the count stops: "10,000+".
-	_, err := e.db.Pool.Exec(t.Context(), `INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, completed_at)
-SELECT 'github', 'gh_' || g, 'push', 'completed', '{}', 'application/json', now() FROM generate_series(1, 10001) g`)
-	require.NoError(t, err)
+	many := make([]*testfactory.ClaimOpts, 10_001)
+	for i := range many {
+		many[i] = &testfactory.ClaimOpts{Provider: "github", EventID: fmt.Sprintf("gh_%d", i+1), EventType: "push", Status: claim.Completed}
+	}
+	testfactory.Claims(t.Context(), t, e.db.Pool, many)
 	_, html = b.do(t, http.MethodGet, "/console/claims?provider=github", nil)
 	require.Contains(t, html, `<span id="matched">10,000&#43;</span>`, "10,000+")
 }

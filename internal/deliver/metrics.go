@@ -120,7 +120,7 @@ func (m *Metrics) completed(sinceClaim time.Duration) {
 // fails, the scrape reports the error for these metrics and still
 // serves the others.
 type BacklogCollector struct {
-	backlog    func(context.Context, []string) (claim.Backlog, error)
+	backlog    func(context.Context, []string) (claim.BacklogCounts, error)
 	routes     []string
 	timeout    time.Duration
 	logger     *slog.Logger
@@ -132,7 +132,7 @@ type BacklogCollector struct {
 // NewBacklogCollector returns a collector that measures with backlog (e.g.
 // claim.Store.Backlog), giving each measurement timeout. The waiting gauge
 // has one series per route of routes (the configured ones), 0 when none waits.
-func NewBacklogCollector(backlog func(context.Context, []string) (claim.Backlog, error), routes []string,
+func NewBacklogCollector(backlog func(context.Context, []string) (claim.BacklogCounts, error), routes []string,
 	timeout time.Duration, logger *slog.Logger,
 ) *BacklogCollector {
 	return &BacklogCollector{

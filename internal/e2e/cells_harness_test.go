@@ -159,16 +159,10 @@ func (s *cellStack) count(i int, sql string, args ...any) int {
 	return n
 }
 
-// providersIn returns the providers with claims in cell i, or with
-// delivery jobs when table is river_job.
-func (s *cellStack) providersIn(i int, table string) []string {
+// providersIn returns the providers with claims in cell i.
+func (s *cellStack) providersIn(i int) []string {
 	s.t.Helper()
-	q, args := `SELECT DISTINCT provider FROM webhook_event_claims ORDER BY 1`, []any{}
-	if table == "river_job" {
-		args = []any{claim.DeliveryKind}
-		q = `SELECT DISTINCT args ->> 'provider' FROM river_job WHERE kind = $1 ORDER BY 1`
-	}
-	rows, err := s.pools[i].Query(context.Background(), q, args...)
+	rows, err := s.pools[i].Query(context.Background(), `SELECT DISTINCT provider FROM webhook_event_claims ORDER BY 1`)
 	require.NoError(s.t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(s.t, err)

@@ -11,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookgate/hookgate/internal/claim"
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
@@ -56,11 +60,15 @@ func TestCellsTwo(t *testing.T) {
 		}
 		// No worker yet: every job is still there to be seen.
 		for i := range 2 {
-			require.Equal(t, []string{cellProvider(i)}, s.providersIn(i, "webhook_event_claims"), "claims in cell %s", cellName(i))
-			require.Equal(t, []string{cellProvider(i)}, s.providersIn(i, "river_job"), "delivery jobs in cell %s", cellName(i))
+			require.Equal(t, []string{cellProvider(i)}, s.providersIn(i), "claims in cell %s", cellName(i))
 			require.Equal(t, 5, s.count(i, `SELECT count(*) FROM webhook_event_claims`), "each event claimed once in cell %s", cellName(i))
 			require.Equal(t, 5, s.count(i, `SELECT count(*) FROM webhook_deliveries WHERE provider = $1`, cellProvider(i)))
-			require.Equal(t, 5, s.count(i, `SELECT count(*) FROM river_job WHERE args ->> 'provider' = $1`, cellProvider(i)))
+			jobs := rivertest.RequireManyInserted(t.Context(), t, riverpgxv5.New(s.pools[i]), testfactory.DeliveryJobs(5, nil))
+			for _, j := range jobs {
+				var a claim.DeliveryArgs
+				require.NoError(t, json.Unmarshal(j.EncodedArgs, &a))
+				require.Equal(t, cellProvider(i), a.Provider, "delivery jobs in cell %s", cellName(i))
+			}
 		}
 		w := s.worker()
 		for i := range 2 {
@@ -143,8 +151,9 @@ func killOneCellsWorker(t *testing.T, s *cellStack, in1, in2 *proc) {
 	// longer than rescue_after, end the dead worker's term as leader of
 	// cell c1 rather than wait it out, so that the new one rescues it.
 	require.Eventually(t, func() bool {
-		return s.count(1, `SELECT count(*) FROM river_job WHERE args->>'event_id' = 'evt_killed' AND state = 'running'
-AND attempted_at < now() - interval '5 seconds'`) == 1
+		jobs, err := testfactory.ListJobs(t.Context(), s.pools[1], testfactory.JobWhere{
+			Delivery: claim.Key{Provider: cellProvider(1), EventID: "evt_killed"}, State: rivertype.JobStateRunning})
+		return err == nil && len(jobs) == 1 && jobs[0].AttemptedAt != nil && time.Since(*jobs[0].AttemptedAt) > 5*time.Second
 	}, cellSettle, 50*time.Millisecond)
 	testfactory.ExpireLeader(t.Context(), t, s.pools[1])
 	s.workerFor(cellName(1))

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // The seed's test 6: deliver an event, let retention delete its claim, and
@@ -152,25 +153,32 @@ func TestExportAtScale(t *testing.T) {
 	// Claim i: completed, failed or ignored by i % 3; first seen i ms
 	// after a base, so oldest first is i ascending; a ship delivery unless
 	// ignored, and a mail one too when i is even.
-	_, err := s.db.Pool.Exec(ctx, `
-INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, attempt_count,
-                                  last_error, first_seen_at, updated_at, completed_at)
-SELECT 'sw', 'evt_' || i, 'order.paid', (ARRAY['completed', 'failed', 'ignored'])[i % 3 + 1],
-       convert_to('{"n":' || i || ',"pad":"' || repeat('x', 200) || '"}', 'UTF8'), 'application/json',
-       CASE WHEN i % 3 = 2 THEN 0 ELSE 1 END,
-       CASE WHEN i % 3 = 1 THEN 'HTTP 422 Unprocessable Entity' END,
-       timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0),
-       timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0),
-       CASE WHEN i % 3 = 0 THEN timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i / 1000.0) END
-FROM generate_series(1, $1) AS i`, n)
-	require.NoError(t, err)
-	_, err = s.db.Pool.Exec(ctx, `
-INSERT INTO webhook_deliveries (provider, event_id, route, status, attempt_count, last_error, completed_at)
-SELECT c.provider, c.event_id, r.route, c.status, 1, c.last_error, c.completed_at
-FROM webhook_event_claims c
-CROSS JOIN LATERAL (SELECT 'ship' AS route UNION ALL SELECT 'mail' WHERE substr(c.event_id, 5)::int % 2 = 0) r
-WHERE c.status <> 'ignored'`)
-	require.NoError(t, err)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	seed := make([]*testfactory.ClaimOpts, n)
+	for i := range seed {
+		id := i + 1
+		c := &testfactory.ClaimOpts{Provider: "sw", EventID: fmt.Sprintf("evt_%d", id), EventType: "order.paid",
+			Status:      []claim.Status{claim.Completed, claim.Failed, claim.Ignored}[id%3],
+			Payload:     fmt.Appendf(nil, `{"n":%d,"pad":"%s"}`, id, strings.Repeat("x", 200)),
+			FirstSeenAt: testfactory.At(base.Add(time.Duration(id) * time.Millisecond)),
+			UpdatedAt:   testfactory.At(base.Add(time.Duration(id) * time.Millisecond)),
+		}
+		if c.Status == claim.Failed {
+			c.LastError = "HTTP 422 Unprocessable Entity"
+		}
+		if c.Status != claim.Ignored {
+			routes := []string{"ship"}
+			if id%2 == 0 {
+				routes = append(routes, "mail")
+			}
+			c.Deliveries = map[string]*testfactory.DeliveryOpts{}
+			for _, r := range routes {
+				c.Deliveries[r] = &testfactory.DeliveryOpts{Status: claim.DeliveryStatus(c.Status), LastError: c.LastError}
+			}
+		}
+		seed[i] = c
+	}
+	testfactory.Claims(ctx, t, s.db.Pool, seed)
 	var wantDeliveries int
 	require.NoError(t, s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&wantDeliveries))
 

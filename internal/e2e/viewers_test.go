@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
+	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
 // viewerToken is the viewer's API token of TestViewersNeverStallDeliveries.
@@ -50,18 +51,16 @@ func TestViewersNeverStallDeliveries(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	s.env = append(s.env, "E2E_VIEWER_TOKEN="+viewerToken)
-	for _, q := range []string{
-		fmt.Sprintf(`INSERT INTO webhook_event_claims (provider, event_id, event_type, status, payload, content_type, first_seen_at, completed_at)
-SELECT '%s', 'ord_' || lpad(g::text, 7, '0'), 'order.paid', 'completed', '{}', 'application/json',
-       now() - make_interval(secs => %d - g), now()
-FROM generate_series(1, %d) g`, provider, viewerRows, viewerRows),
-		`INSERT INTO webhook_deliveries (provider, event_id, route, status, completed_at)
-SELECT provider, event_id, 'fulfil', 'completed', completed_at FROM webhook_event_claims`,
-		`ANALYZE webhook_event_claims, webhook_deliveries`,
-	} {
-		_, err := s.db.Pool.Exec(ctx, q)
-		require.NoError(t, err)
+	seed := make([]*testfactory.ClaimOpts, viewerRows)
+	for i := range seed {
+		g := i + 1
+		seed[i] = &testfactory.ClaimOpts{Provider: provider, EventID: fmt.Sprintf("ord_%07d", g), EventType: "order.paid",
+			Status: claim.Completed, FirstSeenAt: testfactory.Ago(time.Duration(viewerRows-g) * time.Second),
+			Deliveries: map[string]*testfactory.DeliveryOpts{"fulfil": {Status: claim.DeliveryCompleted}}}
 	}
+	testfactory.Claims(ctx, t, s.db.Pool, seed)
+	_, err = s.db.Pool.Exec(ctx, `ANALYZE webhook_event_claims, webhook_deliveries`)
+	require.NoError(t, err)
 	ingest, worker := s.ingest(), s.worker()
 	deliver := func(batch string) {
 		t.Helper()

@@ -1,29 +1,32 @@
-// Package testfactory puts claims, deliveries, attempts and River jobs into
-// the states tests need, with defaults for what a test does not care about,
-// and reads jobs through River's API (Jobs), so that tests of the house's
-// behaviour hold no hand-written INSERT or UPDATE of its tables and no
-// query of River's. Status and completed_at always agree, as the schema
-// requires. Jobs a test expects inserted are asserted with River's own
-// rivertest.RequireInserted* helpers (DeliveryJobs builds their
-// expectation).
+// Package testfactory puts claims, deliveries, business keys, attempts,
+// audit rows, open circuits and River jobs into the states tests need,
+// with defaults for what a test does not care about, and reads jobs
+// through River's API (Jobs), so that tests of the house's behaviour hold
+// no hand-written INSERT or UPDATE of its tables and no query of River's.
+// Status and completed_at always agree, as the schema requires. Claims and
+// Attempts write thousands of rows in one statement each, for tests that
+// need a large table. Jobs a test expects inserted are asserted with
+// River's own rivertest.RequireInserted* helpers (DeliveryJobs builds
+// their expectation).
 //
-// What is left by design, each in its own test file: rows written into an
-// older schema before a migration runs (internal/migrate, the upgrade test
-// in internal/e2e), which this package, written for today's schema, cannot
-// describe; seeds of tens of thousands of rows in one set-based statement
-// (internal/bench, TestExportAtScale, the console's count bound), where a
-// statement a row would take minutes; scratch tables of tests that are not
-// about hookgate's data (internal/pgcluster, cmd/internal/cli); and the
-// tests of the River seam itself (internal/claim's riverseam, endjobs,
-// plan and worker-session tests), which corrupt, lock or plan River's rows
-// on purpose, or read what River's helpers do not expose; tests that check
-// River's tables exist or carry their storage parameters (dbtest, migrate,
-// e2e's migrate test); and a fault injected into Postgres' own catalog
-// (migrate's console test). Not yet moved: some other tests of
-// internal/claim (search, retention, attempts, claimmany, export, queue),
-// which set columns this package has no option for (a body hash, a
-// business key, terminal_at changed afterwards) or count jobs, and the
-// console browser test's open circuit (a route_breakers row).
+// What is left by design, 31 statements in 10 test files (grep INSERT INTO
+// and UPDATE of webhook_, route_, audit_log and console_ tables in tests
+// outside internal/bench): rows written into an older schema before a
+// migration runs (internal/migrate's history cascade and terminal_at
+// tests, the upgrade test in internal/e2e), which this package, written
+// for today's schema, cannot describe; the plan tests inside package claim
+// (plan, search), which seed 30,000 rows for the planner and, being
+// inside the package this one imports, cannot use it; scratch tables of
+// tests that are not about hookgate's data (internal/pgcluster,
+// cmd/internal/cli); the tests of the River seam itself (internal/claim's
+// riverseam, endjobs, plan and worker-session tests), which corrupt, lock
+// or plan River's rows on purpose, or read what River's helpers do not
+// expose; and retention's check that the database refuses a terminal claim
+// without its terminal_at, a state this package never writes. Also left:
+// tests that check River's tables exist or carry their storage parameters
+// (dbtest, migrate, e2e's migrate test), a fault injected into Postgres'
+// own catalog (migrate's console test), and internal/bench, whose seeds
+// are the benchmarks' own.
 package testfactory
 
 import (
@@ -32,6 +35,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,14 +63,16 @@ type ClaimOpts struct {
 	// Status defaults to processing; completed sets completed_at, any other
 	// status clears it.
 	Status claim.Status
-	// LastError is the claim's roll-up of its deliveries' last error
-	// (SetClaim only).
-	LastError   string
-	Payload     []byte // default `{}`
-	FirstSeenAt *When  // default now
-	UpdatedAt   *When  // default now
+	// LastError is the claim's roll-up of its deliveries' last error.
+	LastError string
+	Payload   []byte // default `{}`
+	// BodyHash stores the payload's SHA-256 as the claim's body hash, as
+	// a claim guarded against replays of its body has (Claim only).
+	BodyHash    bool
+	FirstSeenAt *When // default now
+	UpdatedAt   *When // default now
 	// TerminalAt is when a terminal claim became so, the time retention
-	// ages it from (Claim only); nil leaves it to the database: now for a
+	// ages it from; for Claim, nil leaves it to the database: now for a
 	// terminal status, none while processing.
 	TerminalAt *When
 	// ClearPayload clears the payload, as retention does (SetClaim only).
@@ -82,48 +89,124 @@ type DeliveryOpts struct {
 	Status    claim.DeliveryStatus
 	LastError string
 	UpdatedAt *When // default now
+	// BusinessKeyMissing marks a delivery failed for want of its business
+	// key (Claim only).
+	BusinessKeyMissing bool
 }
 
 // Claim inserts a claim and its opts.Deliveries, without jobs, and returns
 // its key.
 func Claim(ctx context.Context, tb testing.TB, exec Executor, opts *ClaimOpts) claim.EventKey {
 	tb.Helper()
-	if opts == nil {
-		opts = &ClaimOpts{}
+	return Claims(ctx, tb, exec, []*ClaimOpts{opts})[0]
+}
+
+// Claims inserts claims, each as Claim does, in one statement for the
+// claims and one for their deliveries, and returns their keys in order:
+// for tests that need thousands.
+func Claims(ctx context.Context, tb testing.TB, exec Executor, opts []*ClaimOpts) []claim.EventKey {
+	tb.Helper()
+	var c struct {
+		provider, eventID, eventType, status, lastError []string
+		payload                                         [][]byte
+		bodyHash                                        []bool
+		first, updated, terminal                        times
 	}
-	k := claim.EventKey{Provider: cmp.Or(opts.Provider, "stripe"), EventID: cmp.Or(opts.EventID, "evt_"+randomHex())}
-	status := cmp.Or(opts.Status, claim.Processing)
-	payload := opts.Payload
-	if payload == nil {
-		payload = []byte(`{}`)
+	var d struct {
+		provider, eventID, route, status, lastError []string
+		updated                                     times
+		keyMissing                                  []bool
 	}
-	var terminalAgo *float64
-	if opts.TerminalAt != nil {
-		s := opts.TerminalAt.seconds()
-		terminalAgo = &s
+	keys := make([]claim.EventKey, len(opts))
+	for i, o := range opts {
+		if o == nil {
+			o = &ClaimOpts{}
+		}
+		k := claim.EventKey{Provider: cmp.Or(o.Provider, "stripe"), EventID: cmp.Or(o.EventID, "evt_"+randomHex())}
+		keys[i] = k
+		payload := o.Payload
+		if payload == nil {
+			payload = []byte(`{}`)
+		}
+		c.provider, c.eventID = append(c.provider, k.Provider), append(c.eventID, k.EventID)
+		c.eventType = append(c.eventType, cmp.Or(o.EventType, "invoice.paid"))
+		c.status = append(c.status, string(cmp.Or(o.Status, claim.Processing)))
+		c.lastError = append(c.lastError, o.LastError)
+		c.payload, c.bodyHash = append(c.payload, payload), append(c.bodyHash, o.BodyHash)
+		c.first.add(o.FirstSeenAt, true)
+		c.updated.add(o.UpdatedAt, true)
+		c.terminal.add(o.TerminalAt, false)
+		for _, route := range slices.Sorted(maps.Keys(o.Deliveries)) {
+			do := o.Deliveries[route]
+			if do == nil {
+				do = &DeliveryOpts{}
+			}
+			d.provider, d.eventID, d.route = append(d.provider, k.Provider), append(d.eventID, k.EventID), append(d.route, route)
+			d.status = append(d.status, string(cmp.Or(do.Status, claim.DeliveryProcessing)))
+			d.lastError, d.keyMissing = append(d.lastError, do.LastError), append(d.keyMissing, do.BusinessKeyMissing)
+			d.updated.add(do.UpdatedAt, true)
+		}
 	}
 	_, err := exec.Exec(ctx, `INSERT INTO webhook_event_claims
-    (provider, event_id, event_type, status, payload, content_type, first_seen_at, updated_at, completed_at, terminal_at)
-VALUES ($1, $2, $3, $4, $5, 'application/json', now() - make_interval(secs => $6), now() - make_interval(secs => $7),
-        CASE WHEN $4 = 'completed' THEN now() END, now() - make_interval(secs => $8::float8))`,
-		k.Provider, k.EventID, cmp.Or(opts.EventType, "invoice.paid"), string(status), payload,
-		opts.FirstSeenAt.seconds(), opts.UpdatedAt.seconds(), terminalAgo)
+    (provider, event_id, event_type, status, last_error, payload, body_hash, content_type, first_seen_at, updated_at, completed_at, terminal_at)
+SELECT provider, event_id, event_type, status, nullif(last_error, ''), payload, CASE WHEN body_hash THEN sha256(payload) END,
+       'application/json', coalesce(first_at, now() - make_interval(secs => first_ago)),
+       coalesce(updated_at, now() - make_interval(secs => updated_ago)),
+       CASE WHEN status = 'completed' THEN now() END, coalesce(terminal_at, now() - make_interval(secs => terminal_ago))
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::bool[],
+            $8::timestamptz[], $9::float8[], $10::timestamptz[], $11::float8[], $12::timestamptz[], $13::float8[])
+  AS c (provider, event_id, event_type, status, last_error, payload, body_hash, first_at, first_ago, updated_at, updated_ago,
+        terminal_at, terminal_ago)`,
+		c.provider, c.eventID, c.eventType, c.status, c.lastError, c.payload, c.bodyHash,
+		c.first.at, c.first.ago, c.updated.at, c.updated.ago, c.terminal.at, c.terminal.ago)
 	if err != nil {
-		tb.Fatalf("testfactory: inserting claim %s: %v", k, err)
+		tb.Fatalf("testfactory: inserting %d claims: %v", len(keys), err)
 	}
-	for route, d := range opts.Deliveries {
-		if d == nil {
-			d = &DeliveryOpts{}
-		}
-		_, err := exec.Exec(ctx, `INSERT INTO webhook_deliveries
-    (provider, event_id, route, status, last_error, updated_at, completed_at)
-VALUES ($1, $2, $3, $4, nullif($5, ''), now() - make_interval(secs => $6), CASE WHEN $4 = 'completed' THEN now() END)`,
-			k.Provider, k.EventID, route, string(cmp.Or(d.Status, claim.DeliveryProcessing)), d.LastError, d.UpdatedAt.seconds())
-		if err != nil {
-			tb.Fatalf("testfactory: inserting delivery %s/%s: %v", k, route, err)
-		}
+	if len(d.route) == 0 {
+		return keys
 	}
-	return k
+	_, err = exec.Exec(ctx, `INSERT INTO webhook_deliveries
+    (provider, event_id, route, status, last_error, business_key_missing, updated_at, completed_at)
+SELECT provider, event_id, route, status, nullif(last_error, ''), key_missing,
+       coalesce(updated_at, now() - make_interval(secs => updated_ago)), CASE WHEN status = 'completed' THEN now() END
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[], $8::float8[])
+  AS d (provider, event_id, route, status, last_error, key_missing, updated_at, updated_ago)`,
+		d.provider, d.eventID, d.route, d.status, d.lastError, d.keyMissing, d.updated.at, d.updated.ago)
+	if err != nil {
+		tb.Fatalf("testfactory: inserting the deliveries of %d claims: %v", len(keys), err)
+	}
+	return keys
+}
+
+// times collects When fields for Claims' arrays: an absolute time or how
+// many seconds before now.
+type times struct {
+	at  []*time.Time
+	ago []*float64
+}
+
+// add adds w; a nil w is now when orNow, else none.
+func (ts *times) add(w *When, orNow bool) {
+	switch {
+	case w == nil && !orNow:
+		ts.at, ts.ago = append(ts.at, nil), append(ts.ago, nil)
+	case w != nil && w.at != nil:
+		ts.at, ts.ago = append(ts.at, w.at), append(ts.ago, nil)
+	default:
+		s := w.seconds()
+		ts.at, ts.ago = append(ts.at, nil), append(ts.ago, &s)
+	}
+}
+
+// BusinessKey makes delivery k the holder of its route's business key
+// (JSON, as ingest extracts it), as a claim that took the key does.
+func BusinessKey(ctx context.Context, tb testing.TB, exec Executor, k claim.Key, businessKey string) {
+	tb.Helper()
+	_, err := exec.Exec(ctx, `INSERT INTO webhook_business_keys (route, key_hash, business_key, provider, event_id)
+VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, $3, $4)`, k.Route, businessKey, k.Provider, k.EventID)
+	if err != nil {
+		tb.Fatalf("testfactory: inserting the business key of %s: %v", k, err)
+	}
 }
 
 // SetClaim changes the fields of claim k that opts sets. Identity fields
@@ -140,6 +223,7 @@ func SetClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.EventKe
 	}
 	u.setTime("first_seen_at", opts.FirstSeenAt)
 	u.setTime("updated_at", opts.UpdatedAt)
+	u.setTime("terminal_at", opts.TerminalAt)
 	if opts.ClearPayload {
 		u.set("payload = NULL")
 	}
@@ -244,7 +328,7 @@ func (u *update) set(format string, vs ...any) { u.sets = append(u.sets, u.fill(
 
 func (u *update) setTime(column string, w *When) {
 	if w != nil {
-		u.set(column+" = now() - make_interval(secs => %s)", w.seconds())
+		u.set(column+" = coalesce(%s::timestamptz, now() - make_interval(secs => %s))", w.instant(), w.seconds())
 	}
 }
 
@@ -303,10 +387,13 @@ func randomHex() string {
 	return hex.EncodeToString(b)
 }
 
-// When is a time for the factory's time fields, relative to the database's
-// clock: now() there is the start of the transaction, which a test in a
-// rolled-back transaction never leaves.
-type When struct{ ago time.Duration }
+// When is a time for the factory's time fields: an instant, or a time
+// relative to the database's clock, where now() is the start of the
+// transaction, which a test in a rolled-back transaction never leaves.
+type When struct {
+	ago time.Duration
+	at  *time.Time
+}
 
 // Ago is d before now.
 func Ago(d time.Duration) *When { return &When{ago: d} }
@@ -317,12 +404,24 @@ func In(d time.Duration) *When { return &When{ago: -d} }
 // Now is now.
 func Now() *When { return &When{} }
 
-// seconds is how many seconds before now w is; 0 (now) for nil.
+// At is the instant t, for times several rows must share exactly.
+func At(t time.Time) *When { return &When{at: &t} }
+
+// seconds is how many seconds before now w is; 0 (now) for nil or an
+// instant.
 func (w *When) seconds() float64 {
 	if w == nil {
 		return 0
 	}
 	return w.ago.Seconds()
+}
+
+// instant is w's instant; nil for nil or a time relative to now.
+func (w *When) instant() *time.Time {
+	if w == nil {
+		return nil
+	}
+	return w.at
 }
 
 // ExpireLeader ends the River leadership of a client that is gone, as the
