@@ -36,6 +36,11 @@ import (
 // drain's and ingest's writes alone, set-based (the database's own ratio of
 // the two, with Postgres' CPU for each).
 //
+// After the rounds, the pair: both binaries running, events sent open loop
+// at 30 % of the rounds' mean ingest rate for BENCH_BACKLOG_PAIR_SECONDS
+// (default 20; 0 leaves it out), each timed from ingest's 200 to its
+// arrival at the downstream.
+//
 // BENCH_BACKLOG_WORKER_ENV adds variables to the worker's environment
 // (e.g. "GOGC=200"), for trying a setting on the drain alone.
 // BENCH_BACKLOG_STATEMENTS=on loads pg_stat_statements and prints, per
@@ -126,6 +131,32 @@ func BenchmarkBacklog(b *testing.B) {
 		round.drainStatements = statementsIf(b, pool, statements, n)
 		out = append(out, round)
 	}
+	var pair phase
+	var pairAsked float64
+	var pairLate int
+	if pairSecs := envInt("BENCH_BACKLOG_PAIR_SECONDS", 20); pairSecs > 0 {
+		var sum float64
+		for _, r := range out {
+			sum += r.ingest.rate()
+		}
+		pairAsked = pairShare * sum / float64(len(out))
+		evs := make([]signedEvent, int(pairAsked*float64(pairSecs)))
+		for i := range evs {
+			evs[i] = signEvent(fmt.Sprintf("evt_bpair_%d", i))
+		}
+		worker := startBinary(b, bins, "worker", cfg, workerEnv)
+		before := down.events()
+		acked, late, elapsed, err := openLoop(evs, pairAsked, func(e signedEvent) error { return postStripe(client, url, e.body, e.header) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		waitDrained(b, pool, down, before+len(evs))
+		worker.stop(b)
+		pair, pairLate = phase{name: "pair", n: len(evs), elapsed: elapsed}, late
+		for i := range evs {
+			pair.latencies = append(pair.latencies, max(0, down.arrived(fmt.Sprintf("evt_bpair_%d", i)).Sub(acked[i])))
+		}
+	}
 	b.StopTimer()
 	steal1, ticks1 := machineTicks(b)
 	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
@@ -166,6 +197,11 @@ func BenchmarkBacklog(b *testing.B) {
 		}
 	}
 	fmt.Fprintf(w, "peak RSS: ingest %.0f MiB\n", float64(ingestRSS)/1024)
+	if pair.n > 0 {
+		fmt.Fprintf(w, "the pair, open loop at %.0f events/s (%d sent late): 200 -> downstream p50 %.1f ms, p99 %.1f ms (target p99 <= 100 ms)\n",
+			pairAsked, pairLate, ms(pair.pct(0.50)), ms(pair.pct(0.99)))
+		b.ReportMetric(ms(pair.pct(0.99)), "pair_p99_ms")
+	}
 	fmt.Fprintf(w, "drain / ingest over the rounds: %s (mean %.2f; over completed_at: %s); target >= 0.85; CPU steal %.1f %%\n",
 		fmtRatios(ratios), mean(ratios), fmtRatios(spanRatios), steal)
 	fmt.Fprintf(w, "the database's own ratio, pgbench's drain writes / ingest writes: %.2f (Postgres CPU an event %.2f x)\n",
