@@ -68,8 +68,11 @@ type ClaimOpts struct {
 	Payload   []byte // default `{}`
 	// BodyHash stores the payload's SHA-256 as the claim's body hash, as
 	// a claim guarded against replays of its body has (Claim only).
-	BodyHash    bool
-	FirstSeenAt *When // default now
+	BodyHash bool
+	// FirstSeenAt defaults to now. It is also the created_at of the
+	// claim's deliveries, as the claim statement makes them with the
+	// claim: SetClaim moves theirs with it.
+	FirstSeenAt *When
 	UpdatedAt   *When // default now
 	// TerminalAt is when a terminal claim became so, the time retention
 	// ages it from; for Claim, nil leaves it to the database: now for a
@@ -166,11 +169,12 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::byte
 		return keys
 	}
 	_, err = exec.Exec(ctx, `INSERT INTO webhook_deliveries
-    (provider, event_id, route, status, last_error, business_key_missing, updated_at, completed_at)
-SELECT provider, event_id, route, status, nullif(last_error, ''), key_missing,
-       coalesce(updated_at, now() - make_interval(secs => updated_ago)), CASE WHEN status = 'completed' THEN now() END
+    (provider, event_id, route, status, last_error, business_key_missing, created_at, updated_at, completed_at)
+SELECT d.provider, d.event_id, d.route, d.status, nullif(d.last_error, ''), d.key_missing, c.first_seen_at,
+       coalesce(d.updated_at, now() - make_interval(secs => d.updated_ago)), CASE WHEN d.status = 'completed' THEN now() END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[], $8::float8[])
-  AS d (provider, event_id, route, status, last_error, key_missing, updated_at, updated_ago)`,
+  AS d (provider, event_id, route, status, last_error, key_missing, updated_at, updated_ago)
+JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_id`,
 		d.provider, d.eventID, d.route, d.status, d.lastError, d.keyMissing, d.updated.at, d.updated.ago)
 	if err != nil {
 		tb.Fatalf("testfactory: inserting the deliveries of %d claims: %v", len(keys), err)
@@ -209,7 +213,8 @@ VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, $3, $4)`, k.Route, businessKey, 
 	}
 }
 
-// SetClaim changes the fields of claim k that opts sets. Identity fields
+// SetClaim changes the fields of claim k that opts sets; a FirstSeenAt
+// moves the created_at of the claim's deliveries with it. Identity fields
 // and Deliveries are ignored.
 func SetClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.EventKey, opts *ClaimOpts) {
 	tb.Helper()
@@ -228,6 +233,12 @@ func SetClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.EventKe
 		u.set("payload = NULL")
 	}
 	u.run(ctx, tb, exec, "webhook_event_claims", "provider = %s AND event_id = %s", k.Provider, k.EventID)
+	if opts.FirstSeenAt != nil {
+		if _, err := exec.Exec(ctx, `UPDATE webhook_deliveries d SET created_at = c.first_seen_at FROM webhook_event_claims c
+WHERE c.provider = $1 AND c.event_id = $2 AND d.provider = c.provider AND d.event_id = c.event_id`, k.Provider, k.EventID); err != nil {
+			tb.Fatalf("testfactory: moving the deliveries of claim %s: %v", k, err)
+		}
+	}
 }
 
 // SetDelivery changes the fields of delivery k that opts sets; k.Route ""
