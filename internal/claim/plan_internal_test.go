@@ -135,8 +135,11 @@ func planScans(t *testing.T, tx pgx.Tx, sql string, args ...any) []scan {
 	if mode == "force_generic_plan" {
 		_, err := tx.Exec(ctx, "PREPARE plan_scans AS "+sql)
 		require.NoError(t, err)
-		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", len(args)), ", ")
-		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_scans("+nulls+")").Scan(&out))
+		nulls := ""
+		if len(args) > 0 {
+			nulls = "(" + strings.TrimSuffix(strings.Repeat("NULL, ", len(args)), ", ") + ")"
+		}
+		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_scans"+nulls).Scan(&out))
 		_, err = tx.Exec(ctx, "DEALLOCATE plan_scans")
 		require.NoError(t, err)
 	} else {

@@ -76,3 +76,30 @@ func TestStats(t *testing.T) {
 		OldestDeliverySeconds: oldestDeliveries,
 	}, st, "a wider window")
 }
+
+// TestChainedDeliveriesCountWithTheirClaim: the stats and the activity
+// count deliveries by when they were made, which is when their claim was
+// first seen, a route that runs after another included: the claim
+// statement makes its delivery then, waiting, and the predecessor's
+// completion, in a later transaction, only releases it. So a chained
+// delivery is counted in its claim's interval, never in the one its
+// predecessor completed in. Over a database of the test's own, so that
+// each step commits at its own now().
+func TestChainedDeliveriesCountWithTheirClaim(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t)
+	_, err := testfactory.ClaimEvent(t.Context(), b.store, chained("evt_chain", shipThenMail), []string{"ship", "mail"}, true)
+	require.NoError(t, err)
+	b.end(t, key("evt_chain", "ship"), released)
+	_, ds := b.statuses(t, "evt_chain")
+	require.Equal(t, claim.DeliveryProcessing, ds["mail"], "ship's completion released mail")
+
+	// One interval of a microsecond (the clock's resolution) from the
+	// instant the claim was first seen.
+	acts, err := b.store.RouteActivity(t.Context(), b.seen(t, "evt_chain"), time.Microsecond, 1)
+	require.NoError(t, err)
+	require.Equal(t, []claim.Activity{
+		{Route: "mail", Interval: 0, Accepted: 1},
+		{Route: "ship", Interval: 0, Accepted: 1, Delivered: 1},
+	}, acts)
+}
