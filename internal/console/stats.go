@@ -27,8 +27,9 @@ type providerStats struct {
 	OldestProcessingSeconds float64 `json:"oldest_processing_seconds"`
 }
 
-// routeStats is one route's deliveries of claims first seen within the
-// window.
+// routeStats is one route's deliveries made within the window: those of
+// the claims first seen within it, as a claim's deliveries are made with
+// it.
 type routeStats struct {
 	Route                   string         `json:"route"`
 	Deliveries              map[string]int `json:"deliveries"`
@@ -52,10 +53,10 @@ func rate(failed, completed int) float64 {
 	return math.Round(float64(failed)/float64(failed+completed)*1e4) / 1e4
 }
 
-// readStats counts claims and deliveries first seen within window, by
-// provider and by route, and the oldest processing ages (claim.Store's
-// Stats), then rates and orders them for the API: every configured
-// provider and route appears, even with nothing to count.
+// readStats counts the claims first seen within window, by provider, and
+// the deliveries made within it, by route, and the oldest processing ages
+// (claim.Store's Stats), then rates and orders them for the API: every
+// configured provider and route appears, even with nothing to count.
 func (s *Server) readStats(ctx context.Context, window time.Duration) (stats, error) {
 	st := stats{Window: window.String(), Providers: []providerStats{}, Routes: []routeStats{}}
 	providers := map[string]*providerStats{}
