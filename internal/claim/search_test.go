@@ -138,8 +138,9 @@ func (b *bundle) seen(t *testing.T, id string) time.Time {
 	return c.FirstSeenAt
 }
 
-// The overview's activity: per route and interval, the deliveries of the
-// claims first seen then, and how many of them were delivered or failed.
+// The overview's activity: per route and interval, the deliveries made
+// then (with the claims first seen then), and how many of them were
+// delivered or failed.
 func TestRouteActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -10,10 +10,10 @@ import (
 	"github.com/hookgate/hookgate/internal/testfactory"
 )
 
-// TestStats pins what Stats counts: the claims and deliveries first seen
-// within the window by provider and route, and the oldest processing ages
-// whenever first seen. The test's transaction holds now() still, so the
-// ages are exact.
+// TestStats pins what Stats counts: the claims first seen and the
+// deliveries made (with their claims) within the window by provider and
+// route, and the oldest processing ages whenever first seen. The test's
+// transaction holds now() still, so the ages are exact.
 func TestStats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
