@@ -8,11 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// statusCountsSQL is StatusCounts' statement.
+const statusCountsSQL = `SELECT status, count(*) FROM webhook_event_claims
+WHERE first_seen_at >= $1 GROUP BY status`
+
 // StatusCounts counts the claims first seen since since, by status,
-// through the keyset index on first_seen_at.
+// through the keyset index on first_seen_at, planned for since (planEach).
 func (s *Store) StatusCounts(ctx context.Context, since time.Time) (map[Status]int, error) {
-	rows, err := s.db.Query(ctx, `SELECT status, count(*) FROM webhook_event_claims
-WHERE first_seen_at >= $1 GROUP BY status`, since)
+	rows, err := s.db.Query(ctx, statusCountsSQL, planEach, since)
 	if err != nil {
 		return nil, fmt.Errorf("counting claims by status: %w", err)
 	}
@@ -63,9 +66,10 @@ ORDER BY d.route, b.i`
 // RouteActivity buckets, by route, the deliveries made in [since, since +
 // n*step) (those of the claims first seen then) into n intervals of step:
 // one query, reading each interval's deliveries through the created_at
-// index. Intervals with no delivery are absent.
+// index, planned for its window (planEach). Intervals with no delivery are
+// absent.
 func (s *Store) RouteActivity(ctx context.Context, since time.Time, step time.Duration, n int) ([]Activity, error) {
-	rows, err := s.db.Query(ctx, routeActivitySQL, since, step.Seconds(), n)
+	rows, err := s.db.Query(ctx, routeActivitySQL, planEach, since, step.Seconds(), n)
 	if err != nil {
 		return nil, fmt.Errorf("reading the routes' activity: %w", err)
 	}

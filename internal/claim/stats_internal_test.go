@@ -70,3 +70,38 @@ SELECT provider, event_id, 'fulfil', status, first_seen_at, completed_at FROM we
 		}
 	}
 }
+
+// TestWindowReadsArePlannedForTheirWindow: the stats', the status
+// counts' and the activity's statements are planned for each read's own
+// window, never kept prepared on the session. A prepared statement's
+// generic plan cannot see the window: after five reads of a day that
+// covers most of the table (a sequential scan), Postgres kept a generic
+// sequential scan of the claims, and the stats of the last hour over a
+// day of 1,000,000 claims read all of them (186 ms, where the hour's
+// claims take a few).
+func TestWindowReadsArePlannedForTheirWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.Tx(t)
+	s := NewStore(tx, nil, nil)
+	since := time.Now().Add(-24 * time.Hour)
+	for range 7 {
+		_, err := s.Stats(ctx, 24*time.Hour)
+		require.NoError(t, err)
+		_, err = s.StatusCounts(ctx, since)
+		require.NoError(t, err)
+		_, err = s.RouteActivity(ctx, since, time.Hour, 24)
+		require.NoError(t, err)
+	}
+	var kept []string
+	rows, err := tx.Query(ctx, `SELECT statement FROM pg_prepared_statements WHERE statement = ANY ($1)`,
+		[]string{statsClaimsSQL, statsDeliveriesSQL, statsOldestClaimSQL, statsOldestDeliverySQL, statusCountsSQL, routeActivitySQL})
+	require.NoError(t, err)
+	for rows.Next() {
+		var st string
+		require.NoError(t, rows.Scan(&st))
+		kept = append(kept, st)
+	}
+	require.NoError(t, rows.Err())
+	require.Empty(t, kept, "statements kept prepared on the session")
+}
