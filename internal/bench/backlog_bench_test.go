@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,14 +26,15 @@ import (
 // runs, then a worker at the shipped defaults (worker.concurrency 100)
 // starts and drains the backlog to an instant downstream. It does this
 // BENCH_BACKLOG_ROUNDS times (default 3) in one run, on one cluster, and
-// reports per round ingest's rate (accepted events over the sending
+// reports per round (each on a database of its own, created and migrated
+// for it, and dropped after it) ingest's rate (accepted events over the sending
 // time), the drain's rate (the backlog over the time from the worker's
 // start to the last event's arrival at the downstream, and over the span
 // of the deliveries' completed_at, which leaves the worker's start out),
 // their ratio, and the CPU-s per 1,000 events of ingest, the worker,
 // Postgres and this process (senders, downstream).
 //
-// Before the rounds, on the same cluster, the baselines: pgbench's
+// After the rounds, on the same cluster, the baselines: pgbench's
 // per-event transaction, the 16-a-commit ceiling from 8 clients (as
 // BenchmarkSystem runs it) and from 64 (as many as the senders), and the
 // drain's and ingest's writes alone, set-based (the database's own ratio of
@@ -69,36 +73,46 @@ func BenchmarkBacklog(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	env := []string{"DATABASE_URL=" + dbURL, "BENCH_STRIPE=" + benchSecret}
 	pg := postmaster(b, pool)
-	base := runBaselines(b, dbURL, pool, pg)
-	ceiling64, _ := runPgbenchScript(b, dbURL, pgbenchCeilingScript, concurrency)
-	ceiling64 *= ceilingEvents
-	workerEnv := append(slices.Clone(env), strings.Fields(os.Getenv("BENCH_BACKLOG_WORKER_ENV"))...)
 	ingestProfile, workerProfile := cpuProfilePath(b, "ingest-backlog"), cpuProfilePath(b, "worker-backlog")
-
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}}
-	ingest := startBinary(b, bins, "ingest", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+ingestProfile))
-	url := ingest.base + "/webhooks/stripe"
-	// Warm-up: connections, prepared statements, the first pages.
-	if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
-		s := signEvent(fmt.Sprintf("evt_bwarm_%d", i))
-		return postStripe(client, url, s.body, s.header)
-	}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := runDrainOf(b, bins, cfg, workerEnv, pool, pg, down, 4*concurrency, "", "evt_bwarm"); err != nil {
-		b.Fatal(err)
-	}
 
 	steal0, ticks0 := machineTicks(b)
 	b.ResetTimer()
 	var out []backlogRound
+	var ingest *process
+	var url string
+	var workerEnv []string
+	var roundPool *pgxpool.Pool
 	for r := range rounds {
 		last := r == rounds-1
+		// Each round on a database of its own, as the black box starts on
+		// a new one: no earlier round's rows or dead rows for autovacuum.
+		roundURL := roundDatabase(b, bins, cfg, pool, dbURL, fmt.Sprintf("backlog_%d", r))
+		var err error
+		if roundPool, err = pgxpool.New(ctx, roundURL); err != nil {
+			b.Fatal(err)
+		}
+		env := []string{"DATABASE_URL=" + roundURL, "BENCH_STRIPE=" + benchSecret}
+		workerEnv = append(slices.Clone(env), strings.Fields(os.Getenv("BENCH_BACKLOG_WORKER_ENV"))...)
+		ingest = startBinary(b, bins, "ingest", cfg, append(env, "HOOKGATE_BENCH_CPUPROFILE="+ingestProfile))
+		url = ingest.base + "/webhooks/stripe"
+		// Warm-up: connections, prepared statements, the first pages.
+		warm := fmt.Sprintf("evt_bwarm%d", r)
+		if _, err := hammer("warm-up", 4*concurrency, func(i int) error {
+			s := signEvent(fmt.Sprintf("%s_%d", warm, i))
+			return postStripe(client, url, s.body, s.header)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, 4*concurrency, "", warm); err != nil {
+			b.Fatal(err)
+		}
+
 		prefix := fmt.Sprintf("evt_backlog%d", r)
 		var round backlogRound
 		resetStatements(b, pool, statements)
+		vac0 := autovacuums(b, roundPool)
 		cpu0, pg0, self0, wal0 := cpuOf(ingest.pid()), pg.cpu(), selfCPU(), walBytes(b, pool)
 		if last {
 			ingest.signal(b, syscall.SIGUSR1)
@@ -117,19 +131,28 @@ func BenchmarkBacklog(b *testing.B) {
 		round.ingestCPU, round.ingestPG, round.senders = cpuOf(ingest.pid())-cpu0, pg.cpu()-pg0, selfCPU()-self0
 		round.ingestWAL = float64(walBytes(b, pool)-wal0) / float64(n)
 		round.ingestStatements = statementsIf(b, pool, statements, n)
+		vac1 := autovacuums(b, roundPool)
 
 		resetStatements(b, pool, statements)
 		profile := ""
 		if last {
 			profile = workerProfile
 		}
-		dr, err := runDrainOf(b, bins, cfg, workerEnv, pool, pg, down, n, profile, prefix)
+		dr, err := runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, n, profile, prefix)
 		if err != nil {
 			b.Fatal(err)
 		}
 		round.drain = dr
 		round.drainStatements = statementsIf(b, pool, statements, n)
+		round.ingestVacuums, round.drainVacuums = vac1-vac0, autovacuums(b, roundPool)-vac1
 		out = append(out, round)
+		if !last {
+			ingest.stop(b)
+			roundPool.Close()
+			if _, err := pool.Exec(ctx, fmt.Sprintf(`DROP DATABASE backlog_%d WITH (FORCE)`, r)); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	var pair phase
 	var pairAsked float64
@@ -150,18 +173,25 @@ func BenchmarkBacklog(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		waitDrained(b, pool, down, before+len(evs))
+		waitDrained(b, roundPool, down, before+len(evs))
 		worker.stop(b)
 		pair, pairLate = phase{name: "pair", n: len(evs), elapsed: elapsed}, late
 		for i := range evs {
 			pair.latencies = append(pair.latencies, max(0, down.arrived(fmt.Sprintf("evt_bpair_%d", i)).Sub(acked[i])))
 		}
 	}
-	b.StopTimer()
 	steal1, ticks1 := machineTicks(b)
 	steal := 100 * float64(steal1-steal0) / float64(max(ticks1-ticks0, 1))
+	b.StopTimer()
 	ingestRSS := peakRSS(ingest.pid())
 	ingest.stop(b)
+	roundPool.Close()
+
+	// The baselines last, on the cluster's own database: their rows and
+	// their dead rows are nothing the rounds' autovacuum had to visit.
+	base := runBaselines(b, dbURL, pool, pg)
+	ceiling64, _ := runPgbenchScript(b, dbURL, pgbenchCeilingScript, concurrency)
+	ceiling64 *= ceilingEvents
 
 	w := os.Stdout
 	fmt.Fprintf(w, "\nbacklog, private cluster (%s), %d senders for %d s, worker.concurrency %d; load average %s\n",
@@ -190,7 +220,8 @@ func BenchmarkBacklog(b *testing.B) {
 			r.ingest.rate()/base.ceiling, ceilingClients, r.ingest.rate()/ceiling64, concurrency)
 		fmt.Fprintf(w, "  cost of a delivery / an acceptance: worker / ingest %.2f, Postgres %.2f, both %.2f; WAL an event %.0f B accepting, %.0f B draining\n",
 			r.drain.cpu/r.ingestCPU, r.drain.pg/r.ingestPG, (r.drain.cpu+r.drain.pg)/(r.ingestCPU+r.ingestPG), r.ingestWAL, r.drain.wal)
-		fmt.Fprintf(w, "  peak RSS: the worker %.0f MiB\n", float64(r.drain.rss)/1024)
+		fmt.Fprintf(w, "  peak RSS: the worker %.0f MiB; autovacuum and autoanalyze runs: %d accepting, %d draining\n",
+			float64(r.drain.rss)/1024, r.ingestVacuums, r.drainVacuums)
 		if statements {
 			fmt.Fprintf(w, "  accepting, statements an event:\n%s", r.ingestStatements)
 			fmt.Fprintf(w, "  draining, statements an event:\n%s", r.drainStatements)
@@ -217,6 +248,7 @@ type backlogRound struct {
 	ingest                            timedPhase
 	ingestCPU, ingestPG, senders      float64
 	ingestWAL                         float64
+	ingestVacuums, drainVacuums       int
 	drain                             backlogDrain
 	ingestStatements, drainStatements string
 }
@@ -301,6 +333,39 @@ func hammerFor(name string, d time.Duration, op func(i int) error) timedPhase {
 	}
 	wg.Wait()
 	return timedPhase{phase: phase{name: name, n: len(lat), elapsed: time.Since(start), latencies: lat}, err: firstErr}
+}
+
+// roundDatabase creates the database name on the cluster pool is on,
+// migrates it with `ingest migrate` and returns its URL (dbURL's, with its
+// name).
+func roundDatabase(b *testing.B, bins binaries, cfg string, pool *pgxpool.Pool, dbURL, name string) string {
+	b.Helper()
+	if _, err := pool.Exec(context.Background(), `CREATE DATABASE `+name); err != nil {
+		b.Fatal(err)
+	}
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.Path = "/" + name
+	migrate := exec.Command(filepath.Join(bins.dir, "ingest"), "migrate", "--config", cfg)
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+u.String(), "BENCH_STRIPE="+benchSecret)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("ingest migrate on %s: %v\n%s", name, err, out)
+	}
+	return u.String()
+}
+
+// autovacuums counts the autovacuum and autoanalyze runs on the tables of
+// pool's database so far.
+func autovacuums(b *testing.B, pool *pgxpool.Pool) int {
+	b.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(),
+		`SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::int FROM pg_stat_user_tables`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // resetStatements empties pg_stat_statements when it is loaded.
