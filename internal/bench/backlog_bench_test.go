@@ -157,7 +157,11 @@ func BenchmarkBacklog(b *testing.B) {
 	var pair phase
 	var pairAsked float64
 	var pairLate int
-	if pairSecs := envInt("BENCH_BACKLOG_PAIR_SECONDS", 20); pairSecs > 0 {
+	pairSecs := envInt("BENCH_BACKLOG_PAIR_SECONDS", 20)
+	if os.Getenv("BENCH_BACKLOG_PAIR_SECONDS") == "0" {
+		pairSecs = 0
+	}
+	if pairSecs > 0 {
 		var sum float64
 		for _, r := range out {
 			sum += r.ingest.rate()

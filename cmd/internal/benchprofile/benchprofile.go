@@ -15,8 +15,10 @@ import (
 // worker so), a binary that imports this package writes a CPU profile of
 // the span between SIGUSR1 and SIGUSR2 to the file HOOKGATE_BENCH_CPUPROFILE
 // names: first to that name plus ".tmp", renamed once complete, so that the
-// benchmark can wait for the name. A binary built without the tag has no
-// such hook.
+// benchmark can wait for the name. At SIGUSR2 it also writes the allocations
+// since the process started (go tool pprof -sample_index=alloc_space) to
+// that name plus ".allocs", before the rename. A binary built without the
+// tag has no such hook.
 func init() {
 	path := os.Getenv("HOOKGATE_BENCH_CPUPROFILE")
 	if path == "" {
@@ -40,6 +42,10 @@ func init() {
 				}
 			case s == syscall.SIGUSR2 && f != nil:
 				pprof.StopCPUProfile()
+				if a, err := os.Create(path + ".allocs"); err == nil {
+					_ = pprof.Lookup("allocs").WriteTo(a, 0)
+					_ = a.Close()
+				}
 				if err := f.Close(); err == nil {
 					_ = os.Rename(path+".tmp", path)
 				}
