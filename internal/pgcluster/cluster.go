@@ -62,10 +62,47 @@ func Start(ctx context.Context, dir string, port int, settings ...string) (*Clus
 			return nil, err
 		}
 	}
-	if err := c.Restart(ctx); err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		logged := c.logSize()
+		err := c.Restart(ctx)
+		if err == nil {
+			return c, nil
+		}
+		// A port picked here can be taken before the server binds it (by
+		// another test's listener, or as an outgoing connection's local
+		// port): pick another, a few times.
+		if port != 0 || try == startTries || !c.portTakenSince(logged) {
+			return nil, err
+		}
+		if c.Port, err = pickPort(); err != nil {
+			return nil, err
+		}
 	}
-	return c, nil
+}
+
+// startTries bounds the ports Start tries when it picks them itself.
+const startTries = 5
+
+// pickPort picks a free port for a cluster (a variable for tests).
+var pickPort = freePort
+
+// logSize is the size of the server's log so far (0 when there is none).
+func (c *Cluster) logSize() int64 {
+	fi, err := os.Stat(filepath.Join(c.Dir, "server.log"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// portTakenSince reports whether the server's log, past its first from
+// bytes, says its port was in use.
+func (c *Cluster) portTakenSince(from int64) bool {
+	log, err := os.ReadFile(filepath.Join(c.Dir, "server.log"))
+	if err != nil || int64(len(log)) < from {
+		return false
+	}
+	return bytes.Contains(log[from:], []byte("Address already in use"))
 }
 
 func newCluster(dir string, port int, settings []string) (*Cluster, error) {
@@ -85,7 +122,7 @@ func newCluster(dir string, port int, settings []string) (*Cluster, error) {
 		}
 	}
 	if port == 0 {
-		if port, err = freePort(); err != nil {
+		if port, err = pickPort(); err != nil {
 			return nil, err
 		}
 	}
