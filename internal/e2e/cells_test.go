@@ -258,5 +258,8 @@ func TestCellsThreeOneDown(t *testing.T) {
 		t.Logf("provider %s: %d events acknowledged, answers %v", cellProvider(i), len(acked), statuses)
 	}
 	require.False(t, w2.exited(), "the worker started during the outage is still running")
-	require.Contains(t, w2.out.String(), "cell reachable: its job client started", "and works the cell that came back")
+	// It retries the cell every second: wait for its next try rather
+	// than expect it to have come before the old replica delivered.
+	require.Eventually(t, func() bool { return strings.Contains(w2.out.String(), "cell reachable: its job client started") },
+		cellSettle, 50*time.Millisecond, "and works the cell that came back")
 }
