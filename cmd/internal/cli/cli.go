@@ -159,9 +159,18 @@ func poolConfig(url, key string) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("%s is not a valid PostgreSQL URL or connection string", key)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = cmp.Or(cfg.ConnConfig.RuntimeParams["application_name"], "hookgate")
+	if !strings.Contains(url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	followPrimary(cfg, url)
 	return cfg, nil
 }
+
+// DefaultConnectTimeout bounds each attempt to connect to one host of a
+// database URL that sets no connect_timeout: a host that does not answer
+// (a cell's, a failed primary's) costs a request, a job or the next host
+// of the list this long, rather than the system's TCP timeout (minutes).
+const DefaultConnectTimeout = 10 * time.Second
 
 // OpenReadPool opens the pool the operator API and the console read
 // through on the database at url (DATABASE_URL's form; one per database),
