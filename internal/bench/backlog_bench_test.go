@@ -105,9 +105,7 @@ func BenchmarkBacklog(b *testing.B) {
 		}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, 4*concurrency, "", warm); err != nil {
-			b.Fatal(err)
-		}
+		runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, 4*concurrency, "", warm)
 
 		prefix := fmt.Sprintf("evt_backlog%d", r)
 		var round backlogRound
@@ -138,11 +136,7 @@ func BenchmarkBacklog(b *testing.B) {
 		if last {
 			profile = workerProfile
 		}
-		dr, err := runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, n, profile, prefix)
-		if err != nil {
-			b.Fatal(err)
-		}
-		round.drain = dr
+		round.drain = runDrainOf(b, bins, cfg, workerEnv, roundPool, pg, down, n, profile, prefix)
 		round.drainStatements = statementsIf(b, pool, statements, n)
 		round.ingestVacuums, round.drainVacuums = vac1-vac0, autovacuums(b, roundPool)-vac1
 		out = append(out, round)
@@ -271,7 +265,7 @@ type backlogDrain struct {
 // the n events whose ids start with prefix, stops the worker and returns
 // what the drain cost. With profile, the worker's CPU profile over the
 // drain is written there.
-func runDrainOf(b *testing.B, bins binaries, cfg string, env []string, pool *pgxpool.Pool, pg server, down *sink, n int, profile, prefix string) (backlogDrain, error) {
+func runDrainOf(b *testing.B, bins binaries, cfg string, env []string, pool *pgxpool.Pool, pg server, down *sink, n int, profile, prefix string) backlogDrain {
 	b.Helper()
 	if profile != "" {
 		env = append(slices.Clone(env), "HOOKGATE_BENCH_CPUPROFILE="+profile)
@@ -295,7 +289,7 @@ func runDrainOf(b *testing.B, bins binaries, cfg string, env []string, pool *pgx
 	d.rss = peakRSS(worker.pid())
 	worker.stop(b)
 	d.spanRate = spanRate(b, pool, `SELECT count(*), min(completed_at), max(completed_at) FROM webhook_deliveries WHERE event_id LIKE '`+prefix+`\_%'`)
-	return d, nil
+	return d
 }
 
 // timedPhase is a phase bounded by time rather than by a count.
