@@ -34,16 +34,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookgate/hookgate/internal/claim"
 )
@@ -182,26 +178,6 @@ JOIN webhook_event_claims c ON c.provider = d.provider AND c.event_id = d.event_
 	return keys
 }
 
-// times collects When fields for Claims' arrays: an absolute time or how
-// many seconds before now.
-type times struct {
-	at  []*time.Time
-	ago []*float64
-}
-
-// add adds w; a nil w is now when orNow, else none.
-func (ts *times) add(w *When, orNow bool) {
-	switch {
-	case w == nil && !orNow:
-		ts.at, ts.ago = append(ts.at, nil), append(ts.ago, nil)
-	case w != nil && w.at != nil:
-		ts.at, ts.ago = append(ts.at, w.at), append(ts.ago, nil)
-	default:
-		s := w.seconds()
-		ts.at, ts.ago = append(ts.at, nil), append(ts.ago, &s)
-	}
-}
-
 // BusinessKey makes delivery k the holder of its route's business key
 // (JSON, as ingest extracts it), as a claim that took the key does.
 func BusinessKey(ctx context.Context, tb testing.TB, exec Executor, k claim.Key, businessKey string) {
@@ -271,179 +247,10 @@ func DeleteClaim(ctx context.Context, tb testing.TB, exec Executor, k claim.Even
 	}
 }
 
-// JobWhere picks River jobs; zero fields match every job.
-type JobWhere struct {
-	ID int64
-	// Kind picks the jobs of one kind (Jobs only; a Delivery implies
-	// claim.DeliveryKind).
-	Kind string
-	// Delivery picks the delivery jobs of one delivery; Route "" picks
-	// those of every delivery of the claim.
-	Delivery claim.Key
-	State    rivertype.JobState
-}
-
-// JobOpts is what SetJobs changes; zero fields are left as they are.
-type JobOpts struct {
-	State       rivertype.JobState
-	Queue       string
-	Attempt     int
-	AttemptedAt *When
-	FinalizedAt *When
-	ScheduledAt *When
-}
-
-// SetJobs changes the River jobs where picks, as River itself would (a
-// rescuer, a completer, an operator), and returns their ids in id order.
-func SetJobs(ctx context.Context, tb testing.TB, exec Executor, where JobWhere, opts *JobOpts) []int64 {
-	tb.Helper()
-	var u update
-	if opts.State != "" {
-		u.set("state = %s", string(opts.State))
-	}
-	if opts.Queue != "" {
-		u.set("queue = %s", opts.Queue)
-	}
-	if opts.Attempt != 0 {
-		u.set("attempt = %s", opts.Attempt)
-	}
-	u.setTime("attempted_at", opts.AttemptedAt)
-	u.setTime("finalized_at", opts.FinalizedAt)
-	u.setTime("scheduled_at", opts.ScheduledAt)
-	return u.jobs(ctx, tb, exec, "UPDATE river_job SET "+strings.Join(u.sets, ", "), where)
-}
-
-// DeleteJobs deletes the River jobs where picks, as if River's retention
-// or an operator had, and returns their ids in id order.
-func DeleteJobs(ctx context.Context, tb testing.TB, exec Executor, where JobWhere) []int64 {
-	tb.Helper()
-	var u update
-	return u.jobs(ctx, tb, exec, "DELETE FROM river_job", where)
-}
-
-// update builds one UPDATE statement with numbered arguments.
-type update struct {
-	sets []string
-	args []any
-}
-
-// arg adds v and returns its placeholder.
-func (u *update) arg(v any) string {
-	u.args = append(u.args, v)
-	return fmt.Sprintf("$%d", len(u.args))
-}
-
-// set adds one assignment; each %s in format is a placeholder for the next
-// of vs.
-func (u *update) set(format string, vs ...any) { u.sets = append(u.sets, u.fill(format, vs...)) }
-
-func (u *update) setTime(column string, w *When) {
-	if w != nil {
-		u.set(column+" = coalesce(%s::timestamptz, now() - make_interval(secs => %s))", w.instant(), w.seconds())
-	}
-}
-
-func (u *update) fill(format string, vs ...any) string {
-	ph := make([]any, len(vs))
-	for i, v := range vs {
-		ph[i] = u.arg(v)
-	}
-	return fmt.Sprintf(format, ph...)
-}
-
-func (u *update) run(ctx context.Context, tb testing.TB, exec Executor, table, where string, vs ...any) {
-	tb.Helper()
-	if len(u.sets) == 0 {
-		tb.Fatalf("testfactory: nothing to change in %s", table)
-	}
-	sql := "UPDATE " + table + " SET " + strings.Join(u.sets, ", ") + " WHERE " + u.fill(where, vs...)
-	tag, err := exec.Exec(ctx, sql, u.args...)
-	if err != nil {
-		tb.Fatalf("testfactory: updating %s: %v", table, err)
-	}
-	if tag.RowsAffected() == 0 {
-		tb.Fatalf("testfactory: no row of %s matched %v", table, vs)
-	}
-}
-
-func (u *update) jobs(ctx context.Context, tb testing.TB, exec Executor, statement string, where JobWhere) []int64 {
-	tb.Helper()
-	if strings.HasPrefix(statement, "UPDATE") && len(u.sets) == 0 {
-		tb.Fatalf("testfactory: nothing to change in river_job")
-	}
-	k := where.Delivery
-	sql := statement + " WHERE " + u.fill(`(%s = 0 OR id = %s)
-  AND (%s = '' OR (kind = %s AND args->>'provider' = %s AND args->>'event_id' = %s AND (%s = '' OR args->>'route' = %s)))
-  AND (%s = '' OR state::text = %s)
-RETURNING id`, where.ID, where.ID, k.EventID, claim.DeliveryKind, k.Provider, k.EventID, k.Route, k.Route,
-		string(where.State), string(where.State))
-	rows, err := exec.Query(ctx, "WITH j AS ("+sql+") SELECT id FROM j ORDER BY id", u.args...)
-	if err == nil {
-		var ids []int64
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err == nil && len(ids) == 0 {
-			tb.Fatalf("testfactory: no River job matched %+v", where)
-		}
-		if err == nil {
-			return ids
-		}
-	}
-	tb.Fatalf("testfactory: changing River jobs: %v", err)
-	return nil
-}
-
 func randomHex() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// When is a time for the factory's time fields: an instant, or a time
-// relative to the database's clock, where now() is the start of the
-// transaction, which a test in a rolled-back transaction never leaves.
-type When struct {
-	ago time.Duration
-	at  *time.Time
-}
-
-// Ago is d before now.
-func Ago(d time.Duration) *When { return &When{ago: d} }
-
-// In is d after now.
-func In(d time.Duration) *When { return &When{ago: -d} }
-
-// Now is now.
-func Now() *When { return &When{} }
-
-// At is the instant t, for times several rows must share exactly.
-func At(t time.Time) *When { return &When{at: &t} }
-
-// seconds is how many seconds before now w is; 0 (now) for nil or an
-// instant.
-func (w *When) seconds() float64 {
-	if w == nil {
-		return 0
-	}
-	return w.ago.Seconds()
-}
-
-// instant is w's instant; nil for nil or a time relative to now.
-func (w *When) instant() *time.Time {
-	if w == nil {
-		return nil
-	}
-	return w.at
-}
-
-// ExpireLeader ends the River leadership of a client that is gone, as the
-// expiry of its term would some 15 seconds later, so that the next client
-// to start is elected at once and runs the maintenance services (the
-// rescuer among them) without that wait.
-func ExpireLeader(ctx context.Context, tb testing.TB, exec Executor) {
-	tb.Helper()
-	if _, err := exec.Exec(ctx, `DELETE FROM river_leader`); err != nil {
-		tb.Fatalf("testfactory: expiring the River leader: %v", err)
-	}
 }
 
 // ClaimEvent claims ev for routes through store as ingest does, a batch of
