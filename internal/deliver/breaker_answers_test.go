@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookgate/hookgate/internal/claim"
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/dbtest"
-	"github.com/hookgate/hookgate/internal/route"
 )
 
 // countedDelivered is the claim store, counting its BreakerDelivered calls
@@ -38,20 +36,13 @@ func (c *countedDelivered) BreakerDelivered(ctx context.Context, route string, a
 func TestDeliveredAnswersShareAWrite(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	cfg := &config.Config{
-		Worker: config.Worker{Concurrency: 100, RescueAfter: config.Duration(time.Minute)},
-		Routes: []config.Route{{Name: "ship", Provider: "stripe", Events: []string{"*"}, URL: "http://127.0.0.1:1/ship",
-			Timeout: config.Duration(2 * time.Second), MaxAttempts: 5,
-			Breaker: config.Breaker{Failures: 3, CoolDown: config.Duration(time.Hour), MaxCoolDown: config.Duration(time.Hour)}}},
-	}
-	routes, err := route.New(cfg, nil)
-	require.NoError(t, err)
+	cfg, routes := shipWithBreaker(t, 100)
 	b := newBreakers(db.Pool, cfg, routes, slog.New(slog.DiscardHandler), 5*time.Second)
 	store := &countedDelivered{breakerStore: b.store, release: make(chan struct{})}
 	b.store = store
 
 	start := time.Now().Add(-10 * time.Second) // every answer in the past
-	_, err = store.BreakerAnswer(t.Context(), "ship", claim.BreakerFailed, start, "503",
+	_, err := store.BreakerAnswer(t.Context(), "ship", claim.BreakerFailed, start, "503",
 		claim.BreakerSettings{Failures: 3, CoolDown: time.Hour, MaxCoolDown: time.Hour})
 	require.NoError(t, err)
 

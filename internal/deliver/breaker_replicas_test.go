@@ -24,14 +24,7 @@ import (
 func TestBreakersOfTwoReplicasFollowAnswerOrder(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	cfg := &config.Config{
-		Worker: config.Worker{Concurrency: 4, RescueAfter: config.Duration(time.Minute)},
-		Routes: []config.Route{{Name: "ship", Provider: "stripe", Events: []string{"*"}, URL: "http://127.0.0.1:1/ship",
-			Timeout: config.Duration(2 * time.Second), MaxAttempts: 5,
-			Breaker: config.Breaker{Failures: 3, CoolDown: config.Duration(time.Hour), MaxCoolDown: config.Duration(time.Hour)}}},
-	}
-	routes, err := route.New(cfg, nil)
-	require.NoError(t, err)
+	cfg, routes := shipWithBreaker(t, 4)
 	logger := slog.New(slog.DiscardHandler)
 	failing := newBreakers(db.Pool, cfg, routes, logger, time.Second)
 	delivering := newBreakers(db.Pool, cfg, routes, logger, time.Second)
@@ -53,4 +46,19 @@ func TestBreakersOfTwoReplicasFollowAnswerOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, claim.BreakerClosed, bs["ship"].State, "never three consecutive failures")
 	require.Equal(t, 1, bs["ship"].Failures)
+}
+
+// shipWithBreaker is a worker of concurrency slots with one route, ship,
+// whose breaker opens after 3 failures and stays open an hour.
+func shipWithBreaker(t *testing.T, concurrency int) (*config.Config, *route.Table) {
+	t.Helper()
+	cfg := &config.Config{
+		Worker: config.Worker{Concurrency: concurrency, RescueAfter: config.Duration(time.Minute)},
+		Routes: []config.Route{{Name: "ship", Provider: "stripe", Events: []string{"*"}, URL: "http://127.0.0.1:1/ship",
+			Timeout: config.Duration(2 * time.Second), MaxAttempts: 5,
+			Breaker: config.Breaker{Failures: 3, CoolDown: config.Duration(time.Hour), MaxCoolDown: config.Duration(time.Hour)}}},
+	}
+	routes, err := route.New(cfg, nil)
+	require.NoError(t, err)
+	return cfg, routes
 }
